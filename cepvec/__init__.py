@@ -1,0 +1,26 @@
+"""cepvec: complex event processing aggregation without building matches.
+
+Public API
+----------
+compile(text) -> Query            parse and compile a query
+run(query, events) -> DataFrame   evaluate it over a Polars / Arrow / pandas table
+matches(query, events)            the matches themselves (reference engine)
+
+See ``docs/language.md`` for the query language and ``docs/semantics.md``
+for what a query means.
+"""
+
+from .api import compile, matches, run
+from .errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
+                     CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
+                     NotSupportedError, UnsupportedByEngine)
+from .query import Query
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "compile", "run", "matches", "Query",
+    "CepvecError", "CepvecSyntaxError", "CepvecQueryError", "NotSupportedError",
+    "CepvecPlanError", "CepvecTypeError", "CepvecDataError", "CepvecOverflowError",
+    "UnsupportedByEngine", "CepvecWarning",
+]

@@ -1,0 +1,205 @@
+"""Public API: :func:`compile`, :func:`run`, :func:`matches`."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .engines import resolve_engine, run_reference
+from .errors import CepvecPlanError, CepvecTypeError
+from .frontend import prepare
+from .query import Query, compile_query
+
+NUMERIC = ("int64", "float64")
+
+
+def compile(text: str, *, type_col: str = "type", time_col: str = "time") -> Query:  # noqa: A001
+    """Parse and compile a query.
+
+    Parameters
+    ----------
+    text : str
+        Query text in the GRETA, SASE or A-Seq form (``docs/language.md``).
+    type_col, time_col : str
+        Names of the event-type and occurrence-time columns of the input.
+
+    Returns
+    -------
+    Query
+        Immutable compiled query; ``Query.explain()`` shows the plan.
+
+    Raises
+    ------
+    CepvecSyntaxError
+        The text does not follow the grammar (with line, column and caret).
+    CepvecQueryError
+        The query is well formed but meaningless or unsupported
+        (``NotSupportedError`` for constructs outside the semantics).
+
+    Examples
+    --------
+    >>> q = compile("RETURN COUNT(*) PATTERN SEQ(A, B+) WITHIN 10 s")
+    >>> q.output_columns
+    ('COUNT(*)',)
+    """
+    for name, val in (("type_col", type_col), ("time_col", time_col)):
+        if not isinstance(val, str) or not val:
+            raise CepvecTypeError(f"{name} must be a non-empty column name (str); found {val!r}")
+    if type_col == time_col:
+        raise CepvecPlanError(f"type_col and time_col must differ; both are {type_col!r}")
+    return compile_query(text, type_col=type_col, time_col=time_col)
+
+
+def _as_query(query) -> Query:
+    if isinstance(query, Query):
+        return query
+    if isinstance(query, str):
+        return compile(query)
+    raise CepvecTypeError(
+        f"query must be query text (str) or a Query from cepvec.compile; found {type(query).__name__}")
+
+
+def _is_spark(events) -> bool:
+    return type(events).__module__.startswith("pyspark.")
+
+
+def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
+        numeric: str = "int64") -> pl.DataFrame:
+    """Evaluate an aggregation query over events.
+
+    Parameters
+    ----------
+    query : str or Query
+        Query text or a compiled :class:`Query`.
+    events : polars.DataFrame, pyarrow.Table, pyarrow.RecordBatch or pandas.DataFrame
+        One row per event with the type and time columns and the attributes
+        the query reads. Unsorted input is sorted by time (stable).
+    engine : {"auto", "reference"}
+        ``"auto"`` picks the fastest engine that supports the query;
+        ``"reference"`` builds every match (small inputs only).
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        Unit of an integer time column (default seconds). Timestamp columns
+        carry their own unit.
+    numeric : {"int64", "float64"}
+        ``"int64"`` gives exact counts and integer sums and raises
+        :class:`CepvecOverflowError` instead of wrapping; ``"float64"`` gives
+        approximate floating-point counts and sums.
+
+    Returns
+    -------
+    polars.DataFrame
+        Group attributes, then ``window_start``/``window_end`` (SLIDE) or the
+        time column (EMIT CHANGES), then one column per aggregate; ordered by
+        group, then time. Only (group, window) pairs with a match appear.
+
+    Raises
+    ------
+    CepvecPlanError, CepvecTypeError, CepvecDataError
+        Bad input: missing column, wrong dtype, null times, ...
+    UnsupportedByEngine
+        The engine asked for cannot run this query.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ev = pl.DataFrame({"type": ["A", "B", "A", "A", "B"], "time": [1, 2, 3, 4, 7]})
+    >>> run("RETURN COUNT(*) PATTERN (SEQ(A+, B))+", ev)["COUNT(*)"].to_list()
+    [11]
+    """
+    q = _as_query(query)
+    if numeric not in NUMERIC:
+        raise CepvecPlanError(f"numeric must be 'int64' or 'float64'; found {numeric!r}")
+    if _is_spark(events):
+        from .spark_adapter import run_spark  # noqa: PLC0415  (optional dependency)
+
+        return run_spark(q, events, engine=engine, time_unit=time_unit, numeric=numeric)
+    name = resolve_engine(q, engine)
+    prep = prepare(q, events, time_unit=time_unit)
+    if name == "reference":
+        return run_reference(q, prep, numeric=numeric)
+    raise AssertionError(name)
+
+
+def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None) -> pl.DataFrame:
+    """The matches (composite events) of a query, built one by one.
+
+    Uses the reference engine, so it is exponential in the worst case. A match
+    is listed when it counts towards at least one output row (its group and
+    window, negated start/end included); a match that falls into several
+    SLIDE windows is listed once per window.
+
+    Parameters
+    ----------
+    query : str or Query
+    events : polars.DataFrame, pyarrow.Table or pandas.DataFrame
+    limit : int or None
+        Stop after this many matches (None: all).
+
+    Returns
+    -------
+    polars.DataFrame
+        Long format, one row per event of a match: ``match`` (0-based id),
+        the group attributes, ``window_start``/``window_end`` or the EMIT time
+        as in :func:`run`, ``position`` (0-based within the match),
+        ``variable``, then every input column of the event.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ev = pl.DataFrame({"type": ["A", "B", "B"], "time": [1, 2, 3]})
+    >>> matches("RETURN COUNT(*) PATTERN SEQ(A, B)", ev)["match"].to_list()
+    [0, 0, 1, 1]
+    """
+    from . import reference
+    from .frontend import time_values_to_output
+
+    q = _as_query(query)
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
+    prep = prepare(q, events, time_unit=time_unit)
+    rows = prep.df.to_dicts()
+    res = reference.evaluate_query(q, rows, prep.times.to_list(), w=prep.w, s=prep.s, match_limit=limit)
+    header: dict[str, list] = {"match": []}
+    for lab in q.group_labels:
+        header[lab] = []
+    wcols = (["window_start", "window_end"] if q.window.kind == "slide"
+             else [q.time_col + "_emit"] if q.window.kind == "emit" else [])
+    for c in wcols:
+        header[c] = []
+    header["position"] = []
+    header["variable"] = []
+    events_out: list[dict] = []
+    mid = 0
+    cells = sorted(res.cells.items(), key=lambda kv: (reference._sort_key(kv[0][0]), kv[0][1]))
+    for (group, window), cell in cells:
+        for m, mrows in cell:
+            for pos, ((_, occ), row) in enumerate(zip(m.binding, mrows)):
+                header["match"].append(mid)
+                for lab, g in zip(q.group_labels, group):
+                    header[lab].append(g)
+                for c, v in zip(wcols, window):
+                    header[c].append(v)
+                header["position"].append(pos)
+                header["variable"].append(q.occs[occ].name)
+                events_out.append(row)
+            mid += 1
+            if limit is not None and mid >= limit:
+                break
+        if limit is not None and mid >= limit:
+            break
+    schema = prep.df.schema
+    cols: dict[str, pl.Series] = {"match": pl.Series("match", header["match"], dtype=pl.Int64)}
+    for lab, g in zip(q.group_labels, q.group_by):
+        cols[lab] = pl.Series(lab, header[lab], dtype=schema[g])
+    for c in wcols:
+        cols[c] = time_values_to_output(header[c], prep.unit, prep.time_dtype).rename(c)
+    cols["position"] = pl.Series("position", header["position"], dtype=pl.Int64)
+    cols["variable"] = pl.Series("variable", header["variable"], dtype=pl.String)
+    left = pl.DataFrame(cols)
+    right = pl.DataFrame(events_out, schema=schema) if events_out else prep.df.head(0)
+    clash = [c for c in right.columns if c in left.columns]
+    if clash:
+        right = right.rename({c: f"event_{c}" for c in clash})
+    return pl.concat([left, right], how="horizontal")
+
+
+__all__ = ["compile", "run", "matches"]

@@ -1,0 +1,113 @@
+"""``Query.explain()``: the compiled plan as text."""
+
+from __future__ import annotations
+
+from . import ast as A
+
+
+def render_expr(e) -> str:
+    """Render a predicate expression in query syntax (``$prev``/``$next`` shown as v / NEXT(w))."""
+    if isinstance(e, A.Num):
+        return repr(e.value)
+    if isinstance(e, A.Str):
+        return "'" + e.value.replace("'", "''") + "'"
+    if isinstance(e, A.Ref):
+        if e.var == "$next":
+            return f"NEXT.{e.attr}"
+        if e.var == "$prev":
+            return f"PREV.{e.attr}"
+        if e.next:
+            return f"NEXT({e.var}).{e.attr}"
+        base = e.var if e.var is not None else ""
+        if e.index is not None:
+            sub = {"first": "1", "last": f"{e.var}.LEN"}.get(e.index, e.index)
+            base += f"[{sub}]"
+        return f"{base}.{e.attr}" if base else e.attr
+    if isinstance(e, A.Unary):
+        return f"-{render_expr(e.operand)}" if e.op == "-" else f"NOT ({render_expr(e.operand)})"
+    if isinstance(e, (A.Bin, A.Cmp)):
+        return f"({render_expr(e.left)} {e.op} {render_expr(e.right)})"
+    if isinstance(e, A.BoolOp):
+        return "(" + f" {e.op} ".join(render_expr(x) for x in e.items) + ")"
+    if isinstance(e, A.Call):
+        return f"{e.name}(" + ", ".join(render_expr(x) for x in e.args) + ")"
+    return str(e)
+
+
+def _dur(d) -> str:
+    if d is None:
+        return "unbounded"
+    return f"{d.value} {d.unit}" if d.unit else f"{d.value} (time column unit)"
+
+
+def explain(q) -> str:
+    from .engines import choose_engine
+
+    occ = q.occs
+    lines = [f"query: {' '.join(q.text.split())}", ""]
+
+    def tmpl_lines(t, indent: str):
+        out = []
+        mids = [s for s in t.states if s not in (t.start, t.end)]
+        out.append(f"{indent}states: " + ", ".join(f"[{s}] {occ[s].label}" for s in t.states))
+        out.append(f"{indent}start: [{t.start}] {occ[t.start].label}   end: [{t.end}] {occ[t.end].label}"
+                   f"   mid: {', '.join(f'[{m}] {occ[m].label}' for m in mids) or '-'}")
+        for s in t.states:
+            preds = t.preds(s)
+            out.append(f"{indent}predecessors of [{s}] {occ[s].name}: "
+                       + (", ".join(f"[{p}] {occ[p].name}" for p in preds) or "-"))
+        for tr in t.transitions:
+            guard = f"  guarded by NOT #{', #'.join(map(str, tr.guards))}" if tr.guards else ""
+            preds = q.edges.get((tr.src, tr.dst), ())
+            ptxt = "; edge predicates: " + " AND ".join(p.text for p in preds) if preds else ""
+            out.append(f"{indent}transition {tr.kind}: [{tr.src}] {occ[tr.src].name} -> "
+                       f"[{tr.dst}] {occ[tr.dst].name}{guard}{ptxt}")
+        return out
+
+    lines.append("GRETA template (positive pattern):")
+    lines += tmpl_lines(q.template, "  ")
+    if q.negations:
+        lines.append("")
+        lines.append("negative sub-patterns:")
+        for n in q.negations:
+            prev = f"[{n.prev}] {occ[n.prev].name}" if n.prev is not None else "- (negated start)"
+            nxt = f"[{n.next}] {occ[n.next].name}" if n.next is not None else "- (negated end)"
+            parent = f", nested in NOT #{n.parent}" if n.parent is not None else ""
+            lines.append(f"  NOT #{n.id} ({n.placement}{parent}): previous {prev}; following {nxt}")
+            lines += tmpl_lines(n.template, "    ")
+    lines.append("")
+    lines.append("predicates:")
+    any_pred = False
+    for o in occ:
+        for e in q.local.get(o.id, ()):
+            lines.append(f"  local on [{o.id}] {o.name}: {render_expr(e)}")
+            any_pred = True
+    for e in q.equivalences:
+        scope = "all events" if e.occs is None else "events of " + ", ".join(
+            sorted({occ[i].name for i in e.occs}))
+        lines.append(f"  equivalence on {e.attr} ({scope}): {e.text}")
+        any_pred = True
+    for (s, d), preds in q.edges.items():
+        for p in preds:
+            lines.append(f"  edge [{s}] {occ[s].name} -> [{d}] {occ[d].name}: {p.text}")
+            any_pred = True
+    if not any_pred:
+        lines.append("  none")
+    lines.append("")
+    w = q.window
+    if w.kind == "none":
+        lines.append("window: none (all matches in the input, one row per group)")
+    elif w.kind == "within":
+        lines.append(f"window: WITHIN {_dur(w.within)} (last.time - first.time < w; one row per group)")
+    elif w.kind == "emit":
+        lines.append(f"window: WITHIN {_dur(w.within)} EMIT CHANGES (one row per group and END-event time t,"
+                     " over matches in (t - w, t])")
+    else:
+        lines.append(f"window: WITHIN {_dur(w.within)} SLIDE {_dur(w.slide)} (windows [k*s, k*s + w), k >= 0)")
+    lines.append(f"group by: {', '.join(q.group_by) or '-'}; partition by: {', '.join(q.partition_by) or '-'}")
+    lines.append(f"event selection: {q.strategy}")
+    lines.append("aggregates: " + ", ".join(a.label for a in q.aggs))
+    lines.append("output columns: " + ", ".join(q.output_columns))
+    name, why = choose_engine(q)
+    lines.append(f"engine (auto): {name} - {why}")
+    return "\n".join(lines)

@@ -1,0 +1,191 @@
+"""Input validation and output assembly shared by every local engine.
+
+Engines receive a :class:`Prepared` input: a Polars DataFrame sorted by time
+with the columns the query needs, the integer time column, and the window
+resolved to integers in the time column's unit.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from fractions import Fraction
+
+import polars as pl
+
+from .errors import (CepvecDataError, CepvecPlanError, CepvecTypeError, CepvecWarning)
+from .query import Query
+
+UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+           "min": 60_000_000_000, "h": 3_600_000_000_000, "d": 86_400_000_000_000}
+TIME_UNITS = ("s", "ms", "us", "ns")
+_UNIT_WORD = {"ns": "nanoseconds", "us": "microseconds", "ms": "milliseconds", "s": "seconds",
+              "min": "minutes", "h": "hours", "d": "days"}
+
+
+@dataclass
+class Prepared:
+    df: pl.DataFrame  # sorted by time; original time column kept
+    times: pl.Series  # Int64 time in ``unit``
+    unit: str
+    time_dtype: pl.DataType
+    w: int | None
+    s: int | None
+
+
+def to_polars(events) -> pl.DataFrame:
+    """Accept a Polars DataFrame/LazyFrame, a pyarrow Table/RecordBatch or a pandas DataFrame."""
+    if isinstance(events, pl.DataFrame):
+        return events
+    if isinstance(events, pl.LazyFrame):
+        return events.collect()
+    mod = type(events).__module__
+    if mod.startswith("pyarrow"):
+        import pyarrow as pa
+
+        if isinstance(events, pa.RecordBatch):
+            events = pa.Table.from_batches([events])
+        if isinstance(events, pa.Table):
+            return pl.from_arrow(events)
+    if mod.startswith("pandas"):
+        return pl.from_pandas(events)
+    raise CepvecTypeError(
+        f"events must be a polars DataFrame, a pyarrow Table or RecordBatch, or a pandas DataFrame; "
+        f"found {type(events).__name__}. Convert it with polars.DataFrame(...) first")
+
+
+def duration_to_units(d, unit: str, what: str) -> int:
+    """Convert a query duration to an integer number of time-column units."""
+    if d is None:
+        return None
+    value = Fraction(str(d.value))
+    src = d.unit or unit
+    n = value * UNIT_NS[src] / UNIT_NS[unit]
+    if n.denominator != 1:
+        raise CepvecPlanError(
+            f"{what} {d.value}{' ' + d.unit if d.unit else ''} is not a whole number of "
+            f"{_UNIT_WORD[unit]} (the time column's unit); use a duration that is, or pass "
+            f"time_unit='ms' (or 'us', 'ns') if the time column counts finer units")
+    return int(n)
+
+
+def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool = True) -> Prepared:
+    """Validate ``events`` for ``q`` and sort them by time (stable)."""
+    df = to_polars(events)
+    cols = df.columns
+    for role, col in (("type", q.type_col), ("time", q.time_col)):
+        if col not in cols:
+            hint = f"pass {role}_col='<name>' to cepvec.compile" if True else ""
+            raise CepvecPlanError(
+                f"the input has no {role} column '{col}'; columns are: {', '.join(cols)}. "
+                f"Rename the column or {hint}")
+    missing = [a for a in q.attributes if a not in cols]
+    if missing:
+        a = missing[0]
+        raise CepvecPlanError(
+            f"attribute '{a}' used by the query is not a column of the input; columns are: "
+            f"{', '.join(cols)}. Fix the query or add the column (nulls allowed)")
+
+    tdt = df.schema[q.type_col]
+    if not (tdt == pl.String or isinstance(tdt, (pl.Categorical, pl.Enum))):
+        raise CepvecTypeError(
+            f"type column '{q.type_col}' must hold event type names (String, Categorical or Enum); "
+            f"found {tdt}. Cast it with pl.col('{q.type_col}').cast(pl.String)")
+    if df[q.type_col].null_count():
+        first = df.with_row_index("__r").filter(pl.col(q.type_col).is_null())["__r"][0]
+        raise CepvecDataError(
+            f"type column '{q.type_col}' has {df[q.type_col].null_count()} null value(s) (first at row "
+            f"{first}); every event needs a type. Drop or fill those rows")
+
+    dt = df.schema[q.time_col]
+    if dt.is_integer():
+        unit = time_unit or "s"
+        if unit not in TIME_UNITS:
+            raise CepvecPlanError(f"time_unit must be one of {', '.join(TIME_UNITS)}; found {unit!r}")
+        times = df[q.time_col].cast(pl.Int64)
+    elif isinstance(dt, pl.Datetime):
+        unit = dt.time_unit
+        if time_unit is not None and time_unit != unit:
+            raise CepvecPlanError(
+                f"time_unit={time_unit!r} was given but time column '{q.time_col}' is a timestamp in "
+                f"{unit!r}; a timestamp carries its own unit, drop time_unit")
+        times = df[q.time_col].dt.epoch(unit)
+    elif dt == pl.Date:
+        unit = "s"
+        times = df[q.time_col].cast(pl.Datetime("ms")).dt.epoch("s")
+    else:
+        raise CepvecTypeError(
+            f"time column '{q.time_col}' must be an integer or a timestamp; found {dt}. Cast it, e.g. "
+            f"pl.col('{q.time_col}').cast(pl.Int64), or convert with .str.to_datetime()")
+    nulls = times.null_count()
+    if nulls:
+        first = int(times.is_null().arg_true()[0])
+        raise CepvecDataError(
+            f"time column '{q.time_col}' has {nulls} null value(s) (first at row {first}); every event "
+            "needs an occurrence time. Drop or fill those rows")
+    times = times.rename("__time")
+    if len(times) > 1 and not times.is_sorted():
+        # Documented: local runs sort by time (stable). Equal times never combine in one match,
+        # so the order among ties cannot change a result.
+        order = times.arg_sort(maintain_order=True)
+        df = df[order]
+        times = times[order]
+
+    if check_types:
+        present = set(df[q.type_col].unique().drop_nulls().to_list())
+        domain = set(tdt.categories.to_list()) if isinstance(tdt, pl.Enum) else None
+        for t in q.event_types:
+            if domain is not None and t not in domain:
+                raise CepvecPlanError(
+                    f"event type '{t}' in the query is not a category of the Enum type column "
+                    f"'{q.type_col}' ({', '.join(sorted(domain))}); check the spelling")
+            if domain is None and t not in present and len(df):
+                seen = ", ".join(sorted(map(str, present))[:12])
+                warnings.warn(
+                    f"event type '{t}' named in the query does not occur in column '{q.type_col}' "
+                    f"(seen: {seen}); check the spelling", CepvecWarning, stacklevel=3)
+
+    w = duration_to_units(q.window.within, unit, "WITHIN")
+    s = duration_to_units(q.window.slide, unit, "SLIDE")
+    return Prepared(df, times, unit, dt, w, s)
+
+
+def output_schema(q: Query, schema: dict, time_dtype, numeric: str = "int64") -> dict:
+    """Polars schema of the result of ``q`` on input with ``schema``."""
+    out: dict = {}
+    for g, lab in zip(q.group_by, q.group_labels):
+        out[lab] = schema[g]
+    if q.window.kind == "slide":
+        out["window_start"] = time_dtype
+        out["window_end"] = time_dtype
+    elif q.window.kind == "emit":
+        out[q.time_col] = time_dtype
+    for a in q.aggs:
+        src = schema.get(a.attr) if a.attr else None
+        if a.func == "COUNT":
+            dt = pl.Float64 if numeric == "float64" else pl.Int64
+        elif a.func == "AVG":
+            dt = pl.Float64
+        elif a.func == "SUM":
+            if src is not None and src.is_integer() and numeric != "float64":
+                dt = pl.Int64
+            elif src is not None and (src.is_numeric()):
+                dt = pl.Float64
+            else:
+                raise CepvecTypeError(f"{a.label} needs a numeric attribute; '{a.attr}' is {src}")
+        else:
+            dt = src
+        if a.func in ("AVG",) and src is not None and not src.is_numeric():
+            raise CepvecTypeError(f"{a.label} needs a numeric attribute; '{a.attr}' is {src}")
+        out[a.label] = dt
+    return out
+
+
+def time_values_to_output(values: list[int], unit: str, time_dtype):
+    """Integer times (in ``unit``) to a Series of the input's time dtype."""
+    s = pl.Series(values, dtype=pl.Int64)
+    if isinstance(time_dtype, pl.Datetime):
+        return s.cast(pl.Datetime(unit)).cast(time_dtype)
+    if time_dtype == pl.Date:
+        return (s * 1000).cast(pl.Datetime("ms")).cast(pl.Date)
+    return s.cast(time_dtype)

@@ -1,0 +1,375 @@
+"""Reference engine: build every match, then aggregate (the two-step approach).
+
+This is the oracle every other engine is checked against. It is plain
+Python, deliberately simple, and exponential in the worst case: it
+materialises every match of the pattern (SASE's composite events) and only
+then applies windows, negated start/end and aggregates. It shares no code
+with :mod:`cepvec.kernels`.
+
+Inputs are plain Python rows (``dict`` per event) that the front end has
+validated: integer times, known columns. See ``SEMANTICS.md`` and
+``docs/semantics.md`` for the meaning implemented here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import ast as A
+from .errors import CepvecOverflowError, CepvecTypeError
+from .query import Kleene, Leaf, Neg, Query, Seq
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+
+# ------------------------------------------------------------------ expressions
+def evaluate(expr, row, prev=None, nxt=None):
+    """Evaluate a predicate expression; ``None`` is SQL NULL / unknown."""
+    if isinstance(expr, A.Num):
+        return expr.value
+    if isinstance(expr, A.Str):
+        return expr.value
+    if isinstance(expr, A.Ref):
+        src = prev if expr.var == "$prev" else nxt if expr.var == "$next" else row
+        v = src.get(expr.attr)
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        return v
+    if isinstance(expr, A.Unary):
+        v = evaluate(expr.operand, row, prev, nxt)
+        if v is None:
+            return None
+        return (not v) if expr.op == "NOT" else -v
+    if isinstance(expr, A.Bin):
+        a = evaluate(expr.left, row, prev, nxt)
+        b = evaluate(expr.right, row, prev, nxt)
+        if a is None or b is None:
+            return None
+        try:
+            if expr.op == "+":
+                return a + b
+            if expr.op == "-":
+                return a - b
+            if expr.op == "*":
+                return a * b
+            if expr.op == "/":
+                return None if b == 0 else a / b
+            if expr.op == "%":
+                return None if b == 0 else math.fmod(a, b) if isinstance(a, float) or isinstance(b, float) \
+                    else int(math.fmod(a, b))
+        except TypeError as e:
+            raise CepvecTypeError(f"cannot compute {a!r} {expr.op} {b!r}: {e}") from None
+        raise AssertionError(expr.op)
+    if isinstance(expr, A.Cmp):
+        a = evaluate(expr.left, row, prev, nxt)
+        b = evaluate(expr.right, row, prev, nxt)
+        if a is None or b is None:
+            return None
+        try:
+            return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b,
+                    ">": a > b, ">=": a >= b}[expr.op]
+        except TypeError:
+            raise CepvecTypeError(
+                f"cannot compare {type(a).__name__} value {a!r} with {type(b).__name__} value {b!r}; "
+                "compare numbers with numbers and strings with strings") from None
+    if isinstance(expr, A.BoolOp):
+        vals = [evaluate(x, row, prev, nxt) for x in expr.items]
+        if expr.op == "AND":
+            if any(v is False for v in vals):
+                return False
+            return None if any(v is None for v in vals) else True
+        if any(v is True for v in vals):
+            return True
+        return None if any(v is None for v in vals) else False
+    raise AssertionError(expr)
+
+
+# ------------------------------------------------------------------ matching
+@dataclass(frozen=True)
+class Match:
+    """One match: ``(event index, occurrence id)`` pairs in time order."""
+
+    binding: tuple[tuple[int, int], ...]
+    first: int  # time of the first event
+    last: int  # time of the last event
+
+
+class _Partition:
+    """All events of one partition (one value of the equivalence / group keys)."""
+
+    def __init__(self, q: Query, rows: list[dict], times: list[int], types: list,
+                 global_pos: list[int], all_times: list[int], max_span: int | None):
+        self.q = q
+        self.rows = rows
+        self.times = times
+        self.types = types
+        self.gpos = global_pos  # position of each event in the whole (time-sorted) input
+        self.all_times = all_times
+        self.max_span = max_span
+        self._memo: dict[int, list[Match]] = {}
+        self._cand: dict[int, list[int]] = {}
+
+    # candidates of an occurrence: type test + local predicates
+    def candidates(self, occ: int) -> list[int]:
+        if occ not in self._cand:
+            o = self.q.occs[occ]
+            preds = self.q.local.get(occ, ())
+            out = []
+            for i, row in enumerate(self.rows):
+                if self.types[i] in o.types and all(evaluate(p, row) is True for p in preds):
+                    out.append(i)
+            self._cand[occ] = out
+        return self._cand[occ]
+
+    def edge_ok(self, x: int, v: int, y: int, w: int) -> bool:
+        if self.times[y] <= self.times[x]:
+            return False
+        for p in self.q.edges.get((v, w), ()):
+            if evaluate(p.expr, None, self.rows[x], self.rows[y]) is not True:
+                return False
+        strategy = self.q.strategy
+        if strategy == "skip-till-any-match":
+            return True
+        tx, ty = self.times[x], self.times[y]
+        if strategy == "strict-contiguity":
+            # no event of the whole input strictly between x and y
+            return not any(tx < t < ty for t in self.all_times)
+        if strategy == "partition-contiguity":
+            return not any(tx < t < ty for t in self.times)
+        # skip-till-next-match: y is among the earliest events that could follow x at all
+        for tr in _successors(self.q, v):
+            for z in self.candidates(tr):
+                if tx < self.times[z] < ty and self._edge_preds(x, v, z, tr):
+                    return False
+        return True
+
+    def _edge_preds(self, x, v, y, w) -> bool:
+        return all(evaluate(p.expr, None, self.rows[x], self.rows[y]) is True
+                   for p in self.q.edges.get((v, w), ()))
+
+    def join(self, left: list[Match], right: list[Match], guards: tuple[int, ...] = ()) -> list[Match]:
+        """Concatenate left and right matches that may be adjacent.
+
+        ``guards`` are negations that must have no match strictly between the
+        end of the left part and the start of the right part.
+        """
+        spans = [sp for g in guards for sp in self.neg_spans(g)]
+        out = []
+        for m in left:
+            x, v = m.binding[-1]
+            for r in right:
+                y, w = r.binding[0]
+                if self.max_span is not None and r.last - m.first >= self.max_span:
+                    continue
+                if not self.edge_ok(x, v, y, w):
+                    continue
+                if any(m.last < nf and nl < r.first for nf, nl in spans):
+                    continue
+                out.append(Match(m.binding + r.binding, m.first, r.last))
+        return out
+
+    def matches(self, node) -> list[Match]:
+        """Every match of a (sub-)pattern in this partition, memoised per node."""
+        key = id(node)
+        if key in self._memo:
+            return self._memo[key]
+        if isinstance(node, Leaf):
+            res = [Match(((i, node.occ),), self.times[i], self.times[i]) for i in self.candidates(node.occ)]
+        elif isinstance(node, Kleene):
+            base = self.matches(node.body)
+            res = list(base)
+            frontier = base
+            while frontier:
+                frontier = self.join(frontier, base)
+                res.extend(frontier)
+        elif isinstance(node, Seq):
+            res = _seq_matches(self, node)
+        else:
+            raise AssertionError(node)
+        if self.q.qualified_equivalences:
+            res = [m for m in res if self._qualified_ok(m)]
+        self._memo[key] = res
+        return res
+
+    def _qualified_ok(self, m: Match) -> bool:
+        for e in self.q.qualified_equivalences:
+            vals = [self.rows[i].get(e.attr) for i, o in m.binding if o in e.occs]
+            if len(vals) > 1 and any(v != vals[0] for v in vals[1:]):
+                return False
+        return True
+
+    def neg_spans(self, neg_id: int) -> list[tuple[int, int]]:
+        n = self.q.negations[neg_id]
+        return sorted({(m.first, m.last) for m in self.matches(n.node)})
+
+
+def _successors(q: Query, occ: int) -> list[int]:
+    out = [t.dst for t in q.template.transitions if t.src == occ]
+    for n in q.negations:
+        out += [t.dst for t in n.template.transitions if t.src == occ]
+    return out
+
+
+def _seq_matches(part: _Partition, node: Seq) -> list[Match]:
+    """SEQ with middle negations: join part by part, checking each guarded gap."""
+    items = node.items
+    pos = [k for k, it in enumerate(items) if not isinstance(it, Neg)]
+    res = part.matches(items[pos[0]])
+    for k0, k1 in zip(pos, pos[1:]):
+        guards = tuple(g.id for g in items[k0 + 1:k1] if isinstance(g, Neg))
+        res = part.join(res, part.matches(items[k1]), guards)
+    return res
+
+
+# ------------------------------------------------------------------ windows + aggregates
+def _key(v):
+    if isinstance(v, float) and math.isnan(v):
+        return ("NaN",)
+    return v
+
+
+def _top_negations(q: Query):
+    """Negated start and end of the whole pattern (ids), if any."""
+    start = end = None
+    if isinstance(q.root, Seq):
+        if isinstance(q.root.items[0], Neg):
+            start = q.root.items[0].id
+        if isinstance(q.root.items[-1], Neg):
+            end = q.root.items[-1].id
+    return start, end
+
+
+class ReferenceResult:
+    """Per (group key, window key) the list of matches and the rows they bind."""
+
+    def __init__(self):
+        self.cells: dict[tuple, list[tuple[Match, list[dict]]]] = {}
+
+    def add(self, group: tuple, window: tuple, m: Match, rows: list[dict]):
+        self.cells.setdefault((group, window), []).append((m, rows))
+
+
+def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | None, s: int | None,
+                   match_limit: int | None = None) -> ReferenceResult:
+    """Enumerate matches of ``q`` over time-sorted ``rows`` and assign them to (group, window) cells.
+
+    ``times`` are the integer occurrence times (``rows[i][time_col]`` may be a datetime);
+    ``w`` and ``s`` are the window length and slide in the same unit.
+    """
+    type_col = q.type_col
+    parts: dict[tuple, list[int]] = {}
+    for i, row in enumerate(rows):
+        key = tuple(_key(row.get(a)) for a in q.partition_by)
+        parts.setdefault(key, []).append(i)
+    group_idx = [q.partition_by.index(g) for g in q.group_by]
+    start_neg, end_neg = _top_negations(q)
+    kind = q.window.kind
+    max_span = w if kind in ("within", "slide") else (w if kind == "emit" and w is not None else None)
+    result = ReferenceResult()
+    end_occ = q.template.end
+    total = 0
+
+    # EMIT CHANGES: output times per group are END-capable events of the group
+    emit_times: dict[tuple, set[int]] = {}
+    partitions = []
+    for key, idx in parts.items():
+        part = _Partition(q, [rows[i] for i in idx], [times[i] for i in idx],
+                          [rows[i][type_col] for i in idx], idx, times, max_span)
+        partitions.append((key, part))
+        if kind == "emit":
+            g = tuple(key[j] for j in group_idx)
+            emit_times.setdefault(g, set()).update(part.times[i] for i in part.candidates(end_occ))
+
+    for key, part in partitions:
+        group = tuple(key[j] for j in group_idx)
+        ms = part.matches(q.root)
+        sn = part.neg_spans(start_neg) if start_neg is not None else []
+        en = part.neg_spans(end_neg) if end_neg is not None else []
+        for m in ms:
+            mrows = [part.rows[i] for i, _ in m.binding]
+            placed = False
+            if kind == "none":
+                if not any(nl < m.first for nf, nl in sn) and not any(nf > m.last for nf, nl in en):
+                    result.add(group, (), m, mrows)
+                    placed = True
+            elif kind == "within":
+                if m.last - m.first < w \
+                        and not any(nl < m.first and nf > m.last - w for nf, nl in sn) \
+                        and not any(nf > m.last and nl < m.first + w for nf, nl in en):
+                    result.add(group, (), m, mrows)
+                    placed = True
+            elif kind == "emit":
+                for t in sorted(emit_times.get(group, ())):
+                    if m.last > t or (w is not None and m.first <= t - w):
+                        continue
+                    if any(nl < m.first and (w is None or nf > t - w) for nf, nl in sn):
+                        continue
+                    if any(nf > m.last and nl <= t for nf, nl in en):
+                        continue
+                    result.add(group, (t,), m, mrows)
+                    placed = True
+            else:  # slide
+                k_lo = max(0, (m.last - w) // s + 1)
+                k_hi = m.first // s
+                for k in range(k_lo, k_hi + 1):
+                    ws, we = k * s, k * s + w
+                    if any(nl < m.first and nf >= ws for nf, nl in sn):
+                        continue
+                    if any(nf > m.last and nl < we for nf, nl in en):
+                        continue
+                    result.add(group, (ws, we), m, mrows)
+                    placed = True
+            if placed:
+                total += 1
+                if match_limit is not None and total >= match_limit:
+                    return result
+    return result
+
+
+def aggregate(q: Query, result: ReferenceResult, *, numeric: str = "int64",
+              attr_is_int: dict[str, bool] | None = None) -> list[tuple[tuple, tuple, list]]:
+    """Aggregate every (group, window) cell: ``[(group, window, [agg values])]`` sorted."""
+    attr_is_int = attr_is_int or {}
+    out = []
+    for (group, window), cell in result.cells.items():
+        vals = []
+        for a in q.aggs:
+            occs = set(a.occs)
+            if a.star:
+                v = len(cell)
+            elif a.func == "COUNT":
+                v = sum(1 for m, _ in cell for _, o in m.binding if o in occs)
+            else:
+                xs = [rows[k].get(a.attr) for m, rows in cell
+                      for k, (_, o) in enumerate(m.binding) if o in occs]
+                xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+                if not xs:
+                    v = None
+                elif a.func == "SUM":
+                    v = sum(xs)
+                elif a.func == "MIN":
+                    v = min(xs)
+                elif a.func == "MAX":
+                    v = max(xs)
+                else:
+                    v = sum(xs) / len(xs)
+            exact = a.func == "COUNT" or (a.func == "SUM" and attr_is_int.get(a.attr, False))
+            if exact and v is not None:
+                if numeric == "float64":
+                    v = float(v)
+                elif not (INT64_MIN <= v <= INT64_MAX):
+                    raise CepvecOverflowError(
+                        f"{a.label} = {v} does not fit in int64 for group {group!r}"
+                        f"{' window ' + repr(window) if window else ''} of query "
+                        f"{' '.join(q.text.split())!r}; pass numeric='float64' for approximate results")
+            vals.append(v)
+        out.append((group, window, vals))
+    out.sort(key=lambda r: (_sort_key(r[0]), r[1]))
+    return out
+
+
+def _sort_key(values: tuple):
+    # nulls last, like polars' nulls_last=True
+    return tuple((v is None, v if v is not None else 0) for v in values)

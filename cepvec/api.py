@@ -73,8 +73,10 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     events : polars.DataFrame, pyarrow.Table, pyarrow.RecordBatch or pandas.DataFrame
         One row per event with the type and time columns and the attributes
         the query reads. Unsorted input is sorted by time (stable).
-    engine : {"auto", "reference"}
-        ``"auto"`` picks the fastest engine that supports the query;
+    engine : {"auto", "aseq", "greta", "reference"}
+        ``"auto"`` picks the fastest engine that supports the query (see
+        ``Query.explain()``); ``"aseq"`` forces the fixed-length sequence
+        engine, ``"greta"`` the trend engine (Kleene and fixed-length);
         ``"reference"`` builds every match (small inputs only).
     time_unit : {"s", "ms", "us", "ns"}, optional
         Unit of an integer time column (default seconds). Timestamp columns
@@ -116,7 +118,9 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     prep = prepare(q, events, time_unit=time_unit)
     if name == "reference":
         return run_reference(q, prep, numeric=numeric)
-    raise AssertionError(name)
+    from .engine_linear import run_linear
+
+    return run_linear(q, prep, numeric=numeric)
 
 
 def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None) -> pl.DataFrame:

@@ -9,14 +9,32 @@ from .errors import UnsupportedByEngine
 from .frontend import Prepared, output_schema, time_values_to_output
 from .query import Query
 
-ENGINES = ("auto", "reference")
+ENGINES = ("auto", "aseq", "greta", "reference")
+
+
+def engine_support(q: Query, engine: str) -> str | None:
+    """None when ``engine`` can run ``q``, else the reason it cannot."""
+    from .plan_linear import unsupported_reason
+
+    if engine == "reference":
+        return None
+    if engine == "aseq" and q.is_kleene:
+        return "the pattern has Kleene plus; A-Seq handles fixed-length SEQ only (use engine='greta')"
+    return unsupported_reason(q)
 
 
 def choose_engine(q: Query) -> tuple[str, str]:
     """The engine ``engine="auto"`` resolves to for ``q``, and why."""
-    return ("reference",
-            "the match-constructing reference engine answers every query (exact, exponential in the "
-            "number of matches: meant for small inputs and as the oracle)")
+    name = "greta" if q.is_kleene else "aseq"
+    why = engine_support(q, name)
+    if why is None:
+        if name == "aseq":
+            return ("aseq", "fixed-length sequence: prefix counters as linear maps over a two-stack "
+                            "sliding-window aggregator (Numba), cost per event independent of the window")
+        return ("greta", "Kleene pattern: per-state trend aggregates as linear maps over a two-stack "
+                         "sliding-window aggregator (Numba), cost per event independent of the window")
+    return ("reference", f"the Numba engines do not support {why}; the match-constructing reference "
+                         "engine answers every query but is exponential in the number of matches")
 
 
 def resolve_engine(q: Query, engine: str) -> str:
@@ -25,6 +43,11 @@ def resolve_engine(q: Query, engine: str) -> str:
             f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if engine == "auto":
         return choose_engine(q)[0]
+    why = engine_support(q, engine)
+    if why is not None:
+        raise UnsupportedByEngine(
+            f"engine={engine!r} cannot run query {' '.join(q.text.split())!r}: {why}. "
+            "Use engine='auto' to pick an engine that can")
     return engine
 
 
@@ -59,3 +82,58 @@ def build_output(q: Query, prep: Prepared, cells, numeric: str) -> pl.DataFrame:
         data[a.label] = pl.Series(a.label, vals, dtype=out_schema[a.label], strict=False)
     frame = pl.DataFrame({n: data[n].rename(n) for n in names}) if names else pl.DataFrame()
     return frame
+
+
+def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float_comps) -> pl.DataFrame:
+    """Turn linear-kernel cells (per partition) into the result: sum per group, finish AVG/SUM."""
+    cells = runs[0].result_cells()
+    if len(runs) > 1:
+        fl = runs[1].result_cells()
+        cols = [f"__v{1 + j}" for j in float_comps]
+        cells = cells.drop(cols).join(fl.select("__pid", "__key", *cols), on=["__pid", "__key"], how="left")
+    keys = runs[0].keys
+    if q.group_by:
+        cells = cells.join(keys.select("__pid", *q.group_by), on="__pid", how="left")
+    by = list(q.group_by) + ["__key"]
+    vcols = [c for c in cells.columns if c.startswith("__v")]
+    int_cols = [c for c in vcols if cells.schema[c].is_integer()]
+    agg = [pl.col(c).sum() for c in vcols] + [pl.col(c).cast(pl.Float64).sum().alias(c + "_f") for c in int_cols]
+    g = cells.group_by(by, maintain_order=True).agg(agg) if len(cells) else cells.with_columns(
+        [pl.lit(0.0).alias(c + "_f") for c in int_cols])
+    big = [c for c in int_cols if len(g) and g[c + "_f"].abs().max() >= 9.2e18]
+    if big:
+        from .errors import CepvecOverflowError
+
+        raise CepvecOverflowError(
+            f"an exact int64 count or sum overflows when adding up the partitions of a group for query "
+            f"{' '.join(q.text.split())!r}; pass numeric='float64' for approximate results")
+    g = g.sort(by, nulls_last=True)
+    out_schema = output_schema(q, prep.df.schema, prep.time_dtype, numeric)
+    data: dict[str, pl.Series] = {}
+    for gcol, lab in zip(q.group_by, q.group_labels):
+        data[lab] = g[gcol].rename(lab).cast(out_schema[lab])
+    keyv = g["__key"].to_numpy()
+    if q.window.kind == "slide":
+        data["window_start"] = time_values_to_output(
+            (keyv * prep.s).tolist(), prep.unit, prep.time_dtype).rename("window_start")
+        data["window_end"] = time_values_to_output(
+            (keyv * prep.s + prep.w).tolist(), prep.unit, prep.time_dtype).rename("window_end")
+    elif q.window.kind == "emit":
+        data[q.time_col] = time_values_to_output(keyv.tolist(), prep.unit, prep.time_dtype).rename(q.time_col)
+    comp_of_agg = plan.comp_of_agg
+    for a, comps in zip(q.aggs, comp_of_agg):
+        if a.star:
+            col = g["__v0"]
+        elif a.func == "COUNT":
+            col = g[f"__v{1 + comps[0]}"]
+        elif a.func == "SUM":
+            s, nn = g[f"__v{1 + comps[0]}"], g[f"__v{1 + comps[1]}"]
+            col = pl.select(pl.when(nn > 0).then(s).otherwise(None)).to_series()
+        else:  # AVG
+            s, nn = g[f"__v{1 + comps[0]}"], g[f"__v{1 + comps[1]}"]
+            col = pl.select(pl.when(nn > 0).then(s.cast(pl.Float64) / nn).otherwise(None)).to_series()
+        data[a.label] = col.rename(a.label).cast(out_schema[a.label])
+    names = list(out_schema)
+    if not len(g):
+        return pl.DataFrame(schema=out_schema)
+    return pl.DataFrame([data[n] for n in names])

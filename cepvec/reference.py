@@ -57,8 +57,7 @@ def evaluate(expr, row, prev=None, nxt=None):
             if expr.op == "/":
                 return None if b == 0 else a / b
             if expr.op == "%":
-                return None if b == 0 else math.fmod(a, b) if isinstance(a, float) or isinstance(b, float) \
-                    else int(math.fmod(a, b))
+                return None if b == 0 else a % b  # floor modulo, as Python and Polars
         except TypeError as e:
             raise CepvecTypeError(f"cannot compute {a!r} {expr.op} {b!r}: {e}") from None
         raise AssertionError(expr.op)

@@ -1,0 +1,62 @@
+"""Compile predicate expressions (``cepvec.ast``) to Polars expressions.
+
+Used to evaluate local (vertex) predicates on whole columns before a kernel
+runs. Semantics match the reference engine's evaluator: SQL three-valued
+logic (a comparison with null is null, and only ``true`` passes), division
+or modulo by zero gives null, ``%`` is floor modulo.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from . import ast as A
+
+
+def to_polars(expr, columns: dict[str, str] | None = None) -> pl.Expr:
+    """Polars expression for ``expr``; ``columns`` maps Ref.var to a column prefix."""
+    def col(ref: A.Ref) -> pl.Expr:
+        return pl.col(ref.attr)
+
+    def go(e) -> pl.Expr:
+        if isinstance(e, A.Num):
+            return pl.lit(e.value)
+        if isinstance(e, A.Str):
+            return pl.lit(e.value, dtype=pl.String)
+        if isinstance(e, A.Ref):
+            return col(e)
+        if isinstance(e, A.Unary):
+            return go(e.operand).not_() if e.op == "NOT" else -go(e.operand)
+        if isinstance(e, A.Bin):
+            a, b = go(e.left), go(e.right)
+            if e.op == "+":
+                return a + b
+            if e.op == "-":
+                return a - b
+            if e.op == "*":
+                return a * b
+            if e.op == "/":
+                return pl.when(b == 0).then(None).otherwise(a / b)
+            return pl.when(b == 0).then(None).otherwise(a % b)
+        if isinstance(e, A.Cmp):
+            a, b = go(e.left), go(e.right)
+            return {"=": a.eq(b), "!=": a.ne(b), "<": a.lt(b), "<=": a.le(b),
+                    ">": a.gt(b), ">=": a.ge(b)}[e.op]
+        if isinstance(e, A.BoolOp):
+            out = go(e.items[0])
+            for x in e.items[1:]:
+                out = (out & go(x)) if e.op == "AND" else (out | go(x))
+            return out
+        raise AssertionError(e)
+
+    return go(expr)
+
+
+def predicate_mask(exprs, *, default: bool = True) -> pl.Expr:
+    """Conjunction of predicates as a boolean column where null counts as false."""
+    if not exprs:
+        return pl.lit(default)
+    out = to_polars(exprs[0])
+    for e in exprs[1:]:
+        out = out & to_polars(e)
+    return out.fill_null(False)

@@ -6,7 +6,7 @@ import polars as pl
 
 from .engines import resolve_engine, run_reference
 from .errors import CepvecPlanError, CepvecTypeError
-from .frontend import prepare
+from .frontend import output_schema, prepare
 from .query import Query, compile_query
 
 NUMERIC = ("int64", "float64")
@@ -116,6 +116,7 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
         return run_spark(q, events, engine=engine, time_unit=time_unit, numeric=numeric)
     name = resolve_engine(q, engine)
     prep = prepare(q, events, time_unit=time_unit)
+    output_schema(q, prep.df.schema, prep.time_dtype, numeric)  # type errors before any work
     if name == "reference":
         return run_reference(q, prep, numeric=numeric)
     from .engine_linear import run_linear
@@ -179,7 +180,7 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
             for pos, ((_, occ), row) in enumerate(zip(m.binding, mrows)):
                 header["match"].append(mid)
                 for lab, g in zip(q.group_labels, group):
-                    header[lab].append(g)
+                    header[lab].append(reference._unkey(g))
                 for c, v in zip(wcols, window):
                     header[c].append(v)
                 header["position"].append(pos)

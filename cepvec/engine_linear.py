@@ -75,23 +75,67 @@ class LinearStream:
         if kind == "emit" and w is None:
             self.mode = K.MODE_EMIT_UNBOUNDED
         self.dtype = np.int64 if int_state else np.float64
-        self.keys = pl.DataFrame(schema={**key_schema, "__pid": pl.Int64})
+        # float keys: NaN does not join to NaN, so keys hold (value with NaN as null, is-NaN flag)
+        self.float_keys = [c for c, dt in key_schema.items() if dt.is_float()]
+        ks = dict(key_schema)
+        for c in self.float_keys:
+            ks[c + "__nan"] = pl.Boolean
+        self.key_cols = list(ks)
+        self.keys = pl.DataFrame(schema={**ks, "__pid": pl.Int64})
         self.X = np.zeros((0, plan.D), self.dtype)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict[str, np.ndarray] | None = None
         self.held: pl.DataFrame | None = None
         self.outputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.last_time: int | None = None
+        self.programs: dict[tuple[int, int], int] = {}
+        self.prog_arrays = None
+
+    # -------------------------------------------------------------- programs
+    def _program_ids(self, bind: np.ndarray, neg: np.ndarray) -> np.ndarray:
+        """Global program id per event: one program per distinct (bind, neg) pair."""
+        local, ub, un = K.encode_programs(bind, neg)
+        glob = np.empty(len(ub), np.int64)
+        changed = False
+        for i, key in enumerate(zip(ub.tolist(), un.tolist())):
+            if key not in self.programs:
+                self.programs[key] = len(self.programs)
+                changed = True
+            glob[i] = self.programs[key]
+        if changed or self.prog_arrays is None:
+            self.prog_arrays = self._build_programs()
+        return glob[local] if len(local) else np.zeros(0, np.int64)
+
+    def _build_programs(self):
+        plan = self.plan
+        ptr, dst, src, wk, rptr, rrows = [0], [], [], [], [0], []
+        for (b, g) in self.programs:  # dict order == program id
+            for bit in range(len(plan.occ_ids)):
+                if (b >> bit) & 1:
+                    lo, hi = plan.trip_ptr[bit], plan.trip_ptr[bit + 1]
+                    dst += plan.trip_dst[lo:hi].tolist()
+                    src += plan.trip_src[lo:hi].tolist()
+                    wk += plan.trip_wk[lo:hi].tolist()
+            ptr.append(len(dst))
+            rows: list[int] = []
+            for bit in range(len(plan.neg_ids)):
+                if (g >> bit) & 1:
+                    rows += plan.neg_rows[plan.neg_ptr[bit]:plan.neg_ptr[bit + 1]].tolist()
+            rrows += sorted(set(rows))
+            rptr.append(len(rrows))
+        a = lambda x: np.array(x, np.int64)  # noqa: E731
+        return a(ptr), a(dst), a(src), a(wk), a(rptr), a(rrows)
 
     # -------------------------------------------------------------- encoding
     def _partition_ids(self, df: pl.DataFrame) -> np.ndarray:
-        cols = list(self.q.partition_by)
+        cols = self.key_cols
         if not cols:
             if len(self.keys) == 0:
                 self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
                 self._grow(1)
             return np.zeros(len(df), np.int64)
-        uniq = df.select(cols).unique(maintain_order=True)
+        df = df.select(self.key_exprs())
+        uniq = df.unique(maintain_order=True)
         known = uniq.join(self.keys, on=cols, how="left", nulls_equal=True)
         new = known.filter(pl.col("__pid").is_null()).select(cols)
         if len(new):
@@ -99,8 +143,27 @@ class LinearStream:
             new = new.with_columns(pl.int_range(start, start + len(new), dtype=pl.Int64).alias("__pid"))
             self.keys = pl.concat([self.keys, new.cast(self.keys.schema)], how="vertical")
             self._grow(len(self.keys))
-        return (df.select(cols).join(self.keys, on=cols, how="left", nulls_equal=True,
-                                     maintain_order="left")["__pid"].to_numpy())
+        return (df.join(self.keys, on=cols, how="left", nulls_equal=True,
+                        maintain_order="left")["__pid"].to_numpy())
+
+    def key_exprs(self) -> list[pl.Expr]:
+        out = []
+        for c in self.q.partition_by:
+            if c in self.float_keys:
+                out += [pl.col(c).fill_nan(None).alias(c), pl.col(c).is_nan().fill_null(False).alias(c + "__nan")]
+            else:
+                out.append(pl.col(c))
+        return out
+
+    def group_frame(self) -> pl.DataFrame:
+        """Partition id and the original GROUP-BY values (NaN restored)."""
+        exprs = [pl.col("__pid")]
+        for g in self.q.group_by:
+            if g in self.float_keys:
+                exprs.append(pl.when(pl.col(g + "__nan")).then(float("nan")).otherwise(pl.col(g)).alias(g))
+            else:
+                exprs.append(pl.col(g))
+        return self.keys.select(exprs)
 
     def _grow(self, n: int):
         if n > self.X.shape[0]:
@@ -160,8 +223,8 @@ class LinearStream:
             pid = self._partition_ids(df)
             if self.mode == K.MODE_EMIT or self.mode == K.MODE_EMIT_UNBOUNDED:
                 emit_src = (pid[end], t[end])
-            new = {"t": t[keep], "bind": bind[keep], "neg": neg[keep], "end": end[keep],
-                   "w": wts[keep], "pid": pid[keep]}
+            prog = self._program_ids(np.ascontiguousarray(bind[keep]), np.ascontiguousarray(neg[keep]))
+            new = {"t": t[keep], "prog": prog, "end": end[keep], "w": wts[keep], "pid": pid[keep]}
         else:
             new = None
         parts = [p for p in (self.carry, new) if p is not None and len(p["t"])]
@@ -171,12 +234,11 @@ class LinearStream:
         if parts:
             ev = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         else:
-            ev = {"t": np.zeros(0, np.int64), "bind": np.zeros(0, np.uint64), "neg": np.zeros(0, np.uint64),
-                  "end": np.zeros(0, np.bool_), "w": np.zeros((0, len(plan.components)), self.dtype),
+            ev = {"t": np.zeros(0, np.int64), "prog": np.zeros(0, np.int64), "end": np.zeros(0, np.bool_), "w": np.zeros((0, len(plan.components)), self.dtype),
                   "pid": np.zeros(0, np.int64)}
         n_parts = len(self.keys) if len(self.keys) else 1
         order, seg_all = K.partition_order(ev["pid"], n_parts)
-        for k in ("t", "bind", "neg", "end", "w", "pid"):
+        for k in ("t", "prog", "end", "w", "pid"):
             ev[k] = np.ascontiguousarray(ev[k][order])
         is_carry = np.zeros(len(order), np.bool_)
         is_carry[:] = order < n_carry
@@ -198,9 +260,9 @@ class LinearStream:
         out_pid, out_key, out_val = K.run_segments(
             self.mode, int(self.w or 0), int(self.s or 1), self.int_state,
             seg_ptr, seg_pids.astype(np.int64), replay, emit_ptr, emit_times, np.int64(limit),
-            ev["t"][idx], ev["bind"][idx], ev["neg"][idx], ev["end"][idx],
+            ev["t"][idx], ev["prog"][idx], ev["end"][idx],
             np.ascontiguousarray(ev["w"][idx].astype(self.dtype, copy=False)),
-            plan.trip_ptr, plan.trip_dst, plan.trip_src, plan.trip_wk, plan.neg_ptr, plan.neg_rows,
+            *(self.prog_arrays if self.prog_arrays is not None else self._build_programs()),
             plan.v0.astype(self.dtype), plan.out_rows, self.X, self.next_k, err)
         if err[0]:
             self._raise_overflow(int(err[1]), int(err[2]))
@@ -221,6 +283,7 @@ class LinearStream:
             return np.zeros(len(pids), np.int64)
         if list(self.q.partition_by) == g:
             return pids
+        g = [c for c in self.key_cols if c in g or c.removesuffix("__nan") in g]
         uniq = self.keys.select(g).unique(maintain_order=True).with_row_index("__gid")
         gid = self.keys.join(uniq, on=g, how="left", nulls_equal=True, maintain_order="left")["__gid"]
         return gid.cast(pl.Int64).to_numpy()[pids]

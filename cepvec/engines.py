@@ -91,9 +91,8 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float
         fl = runs[1].result_cells()
         cols = [f"__v{1 + j}" for j in float_comps]
         cells = cells.drop(cols).join(fl.select("__pid", "__key", *cols), on=["__pid", "__key"], how="left")
-    keys = runs[0].keys
     if q.group_by:
-        cells = cells.join(keys.select("__pid", *q.group_by), on="__pid", how="left")
+        cells = cells.join(runs[0].group_frame(), on="__pid", how="left")
     by = list(q.group_by) + ["__key"]
     vcols = [c for c in cells.columns if c.startswith("__v")]
     int_cols = [c for c in vcols if cells.schema[c].is_integer()]

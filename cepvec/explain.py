@@ -24,6 +24,8 @@ def render_expr(e) -> str:
             base += f"[{sub}]"
         return f"{base}.{e.attr}" if base else e.attr
     if isinstance(e, A.Unary):
+        if e.op == "NOTNULL":
+            return f"{render_expr(e.operand)} IS NOT NULL"
         return f"-{render_expr(e.operand)}" if e.op == "-" else f"NOT ({render_expr(e.operand)})"
     if isinstance(e, (A.Bin, A.Cmp)):
         return f"({render_expr(e.left)} {e.op} {render_expr(e.right)})"

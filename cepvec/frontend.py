@@ -127,7 +127,9 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
     if len(times) > 1 and not times.is_sorted():
         # Documented: local runs sort by time (stable). Equal times never combine in one match,
         # so the order among ties cannot change a result.
-        order = times.arg_sort(maintain_order=True)
+        import numpy as np
+
+        order = np.argsort(times.to_numpy(), kind="stable")
         df = df[order]
         times = times[order]
 

@@ -26,6 +26,9 @@ def to_polars(expr, columns: dict[str, str] | None = None) -> pl.Expr:
         if isinstance(e, A.Ref):
             return col(e)
         if isinstance(e, A.Unary):
+            if e.op == "NOTNULL":  # NaN reads as null everywhere in predicates
+                x = go(e.operand)
+                return x.is_not_null() & x.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()
             return go(e.operand).not_() if e.op == "NOT" else -go(e.operand)
         if isinstance(e, A.Bin):
             a, b = go(e.left), go(e.right)

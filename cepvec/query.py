@@ -310,6 +310,7 @@ class _Compiler:
     def run(self) -> Query:
         t = self.tree
         root = self.normalize_top(t.pattern)
+        self.normalized_root = root
         template = build_template(root)
         negations = self.build_negations(root)
         self._negations = negations
@@ -481,9 +482,12 @@ class _Compiler:
             return names[name]
 
         conjuncts = list(self.tree.where)
+        self.rewrite_local: dict[int, list] = {}
         # equality chains that constrain every transition become equivalence tests
         conjuncts = self.rewrite_equalities(conjuncts, names, all_trans, template, equivs)
 
+        for o, preds in self.rewrite_local.items():
+            local[o].extend(preds)
         for c in conjuncts:
             try:
                 self.classify_one(c, names, lookup, local, edges, equivs, all_trans)
@@ -649,7 +653,9 @@ class _Compiler:
                     and not c.left.next and c.left.var in names and c.right.var in names
                     and (c.left.var != c.right.var or c.right.next)):
                 cand.setdefault(c.left.attr, []).append(c)
-        if not cand:
+        if not cand or _min_length(self.normalized_root) < 2:
+            # with one-event matches (A+) an equality constrains nothing on a lone event,
+            # while an equivalence would still drop null keys: not the same query
             return conjuncts
         removed: set[int] = set()
         positive = [o.id for o in self.occs if not o.negated]
@@ -689,6 +695,11 @@ class _Compiler:
             text = " AND ".join(self.quote(c.span) for c in cs)
             equivs.append(Equivalence(attr, scope, text))
             removed.update(id(c) for c in cs)
+            # a comparison with null is false: events with a null (or NaN) attr take part in no match
+            notnull = A.Unary("NOTNULL", A.Ref(None, attr))
+            for o in self.occs:
+                if scope is None or o.id in scope:
+                    self.rewrite_local.setdefault(o.id, []).append(notnull)
         return [c for c in conjuncts if id(c) not in removed]
 
     # ---------------------------------------------------------------- RETURN
@@ -762,6 +773,17 @@ def _combine(errors: list[CepvecQueryError]) -> CepvecQueryError:
                       source=first.source, start=first.start, end=first.end)
     exc.errors = errors
     return exc
+
+
+def _min_length(node: Node) -> int:
+    """Fewest events in a match of ``node``."""
+    if isinstance(node, Leaf):
+        return 1
+    if isinstance(node, Kleene):
+        return _min_length(node.body)
+    if isinstance(node, Seq):
+        return sum(_min_length(i) for i in node.items if not isinstance(i, Neg))
+    return 0
 
 
 def _has_positive(node: Node) -> bool:

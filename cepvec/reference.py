@@ -39,6 +39,8 @@ def evaluate(expr, row, prev=None, nxt=None):
         return v
     if isinstance(expr, A.Unary):
         v = evaluate(expr.operand, row, prev, nxt)
+        if expr.op == "NOTNULL":  # internal: added where equality chains became equivalence
+            return v is not None
         if v is None:
             return None
         return (not v) if expr.op == "NOT" else -v
@@ -194,7 +196,7 @@ class _Partition:
 
     def _qualified_ok(self, m: Match) -> bool:
         for e in self.q.qualified_equivalences:
-            vals = [self.rows[i].get(e.attr) for i, o in m.binding if o in e.occs]
+            vals = [_key(self.rows[i].get(e.attr)) for i, o in m.binding if o in e.occs]
             if len(vals) > 1 and any(v != vals[0] for v in vals[1:]):
                 return False
         return True
@@ -223,10 +225,24 @@ def _seq_matches(part: _Partition, node: Seq) -> list[Match]:
 
 
 # ------------------------------------------------------------------ windows + aggregates
+class _NaN:
+    """Grouping key standing for NaN: NaN values form one group, like null (and like Polars)."""
+
+    def __repr__(self):
+        return "NaN"
+
+
+NAN_KEY = _NaN()
+
+
 def _key(v):
     if isinstance(v, float) and math.isnan(v):
-        return ("NaN",)
+        return NAN_KEY
     return v
+
+
+def _unkey(v):
+    return math.nan if v is NAN_KEY else v
 
 
 def _top_negations(q: Query):
@@ -366,9 +382,9 @@ def aggregate(q: Query, result: ReferenceResult, *, numeric: str = "int64",
             vals.append(v)
         out.append((group, window, vals))
     out.sort(key=lambda r: (_sort_key(r[0]), r[1]))
-    return out
+    return [(tuple(_unkey(g) for g in group), window, vals) for group, window, vals in out]
 
 
 def _sort_key(values: tuple):
-    # nulls last, like polars' nulls_last=True
-    return tuple((v is None, v if v is not None else 0) for v in values)
+    # nulls last (polars' nulls_last=True); NaN after every number, before null (as Polars sorts)
+    return tuple((v is None, v is NAN_KEY, v if v is not None and v is not NAN_KEY else 0) for v in values)

@@ -11,8 +11,10 @@ tree's surface form, because ``QueryAst.form`` takes part in equality:
 The output is canonical rather than a copy of the source: one line, single
 spaces, upper-case keywords, ASCII operators, ``NOT`` for every negation,
 ``SEQ(...)`` for every sequence, ``Type var+`` for a Kleene variable, SASE+
-subscripts ``v[1]`` / ``v[v.LEN]``, ``COUNT(*)`` for the A-Seq ``AGG COUNT``,
-and parentheses only where the grammar needs them.
+subscripts ``v[1]`` / ``v[v.LEN]``, and parentheses only where the grammar
+needs them. Aggregates keep their label (``sum(S.price)``, the A-Seq
+``AGG COUNT``) because it names the output column; a label that does not
+read back as the aggregate (a hand-built tree) gives the canonical spelling.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from . import ast as A
 from .parser import AGG_FUNCS, KEYWORDS, STRATEGIES
 from .tokens import T, tokenize
 
-__all__ = ["render", "render_pattern", "render_expr"]
+__all__ = ["render", "render_pattern", "render_expr", "render_string"]
 
 FORMS = ("greta", "sase", "aseq")
 _STRATEGY_SPELLING = {canon: fn for fn, canon in STRATEGIES.items()}
@@ -48,8 +50,10 @@ def render(tree: A.QueryAst, *, form: str | None = None) -> str:
     form : {"greta", "sase", "aseq"}, optional
         Surface form of the text; default ``tree.form`` (needed for
         ``parse(render(tree)) == tree``, since ``form`` is part of equality).
-        Another form gives a query with the same meaning: a tree without
-        RETURN rendered as GRETA gets the default ``RETURN COUNT(*)``.
+        Another form gives a query with the same matches and aggregates: a
+        tree without RETURN rendered as GRETA gets the default
+        ``RETURN COUNT(*)``, and the A-Seq ``AGG COUNT`` becomes ``COUNT(*)``
+        (so its output column is named ``COUNT(*)``, not ``COUNT``).
 
     Returns
     -------
@@ -66,11 +70,13 @@ def render(tree: A.QueryAst, *, form: str | None = None) -> str:
     Examples
     --------
     >>> from cepvec.parser import parse
-    >>> render(parse("RETURN sector, count(*) PATTERN Stock+ S WHERE [company] ∧ S.price > NEXT(S).price "
-    ...              "GROUP-BY sector WITHIN 10minutes SLIDE 10 s"))
-    'RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [company] AND S.price > NEXT(S).price GROUP-BY sector WITHIN 10 min SLIDE 10 s'
+    >>> render(parse("RETURN sector, count(*) PATTERN Stock+ S WHERE S.price ≥ NEXT(S).price "
+    ...              "GROUP-BY sector WITHIN 10minutes"))
+    'RETURN sector, count(*) PATTERN Stock S+ WHERE S.price >= NEXT(S).price GROUP-BY sector WITHIN 10 min'
     >>> render(parse("PATTERN SEQ(A, !B, C) AGG COUNT WITHIN 10s"))
-    'PATTERN SEQ(A, NOT B, C) AGG COUNT(*) WITHIN 10 s'
+    'PATTERN SEQ(A, NOT B, C) AGG COUNT WITHIN 10 s'
+    >>> render(parse("PATTERN SEQ(A, !B, C) AGG COUNT WITHIN 10s"), form="greta")
+    'RETURN COUNT(*) PATTERN SEQ(A, NOT B, C) WITHIN 10 s'
     """
     form = tree.form if form is None else form
     if form not in FORMS:
@@ -110,12 +116,7 @@ def render_returns(items: tuple[A.ReturnItem, ...], agg_clause: bool = False) ->
     out = []
     for it in items:
         if isinstance(it, A.Agg):
-            if it.func not in AGG_FUNCS:
-                raise ValueError(f"unknown aggregate {it.func!r}; expected one of {', '.join(AGG_FUNCS)}")
-            if it.var is None:
-                text = "COUNT(*)"
-            else:
-                text = f"{it.func}({it.var}" + (f".{it.attr})" if it.attr else ")")
+            text = _agg(it, agg_clause)
         elif agg_clause:
             raise ValueError(f"the A-Seq AGG clause holds aggregates only; grouping attribute "
                              f"{it.attr!r} cannot be rendered there (use form='greta')")
@@ -125,6 +126,25 @@ def render_returns(items: tuple[A.ReturnItem, ...], agg_clause: bool = False) ->
             text += " AS " + (it.alias if _is_name(it.alias) else render_string(it.alias))
         out.append(text)
     return ", ".join(out)
+
+
+def _agg(it: A.Agg, agg_clause: bool) -> str:
+    """An aggregate, spelled as its label when the label reads back as the same aggregate.
+
+    The label is the output column name of an aggregate without AS, so
+    keeping ``sum(S.price)`` or the A-Seq ``COUNT`` keeps the result's columns.
+    """
+    if it.func not in AGG_FUNCS:
+        raise ValueError(f"unknown aggregate {it.func!r}; expected one of {', '.join(AGG_FUNCS)}")
+    inner = "*" if it.var is None else it.var + (f".{it.attr}" if it.attr else "")
+    label = it.label
+    func = label[:len(it.func)]
+    if func.upper() == it.func:
+        if label == f"{func}({inner})":
+            return label
+        if agg_clause and it.var is None and label == func and func.upper() == "COUNT":
+            return label  # A-Seq: AGG COUNT
+    return f"{it.func}({inner})"
 
 
 def render_duration(d: A.Duration) -> str:

@@ -11,3 +11,8 @@ from __future__ import annotations
 import numba
 
 jit = numba.njit(cache=True, nogil=True)
+
+# Helpers called in inner loops: inlined at Numba IR level. An ordinary call
+# between jitted functions passes every array argument with reference-count
+# updates, which measured ~250 ns per call with 17 arrays (5x the work itself).
+jit_inline = numba.njit(cache=True, nogil=True, inline="always")

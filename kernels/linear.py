@@ -19,11 +19,12 @@ running composite ``B``; front stack: suffix results ``u_i``) gives it in
 amortised O(nnz * D) per event and O(D^2) per query, whatever the window
 length: no per-window or per-START-event state.
 
-Programs: the effect of an event binding occurrence ``o`` is a list of
-triplets ``(dst, src, wk)`` from ``trip_ptr[o]:trip_ptr[o+1]``:
-``x'[dst] += coef * x[src]`` with ``coef = 1`` when ``wk < 0`` and
-``coef = ev_w[e, wk]`` otherwise. A negation ``g`` that an event completes
-zeroes rows ``neg_rows[neg_ptr[g]:neg_ptr[g+1]]``.
+Programs: every event carries a program id ``p = ev_prog[e]`` (one per
+distinct combination of occurrences it binds and negations it completes).
+Program ``p`` is a list of triplets ``(dst, src, wk)`` in
+``prog_ptr[p]:prog_ptr[p+1]``: ``x'[dst] += coef * x[src]`` with ``coef = 1``
+when ``wk < 0`` and ``coef = ev_w[e, wk]`` otherwise, plus the rows
+``reset_rows[reset_ptr[p]:reset_ptr[p+1]]`` that it zeroes (negations).
 
 All arrays are C-contiguous NumPy arrays; state is int64 (exact, with
 overflow detection) or float64. Invariants: within a segment events are
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 
 MODE_NONE = 0  # no window: one result per partition at the end
 MODE_WITHIN = 1  # WITHIN w: running total of matches with last - first < w
@@ -47,106 +48,96 @@ ERR_OVERFLOW = 1
 
 @jit
 def _acc(a, b, check, err):
-    s = a + b
-    if check and ((a > 0 and b > 0 and s < 0) or (a < 0 and b < 0 and s >= 0)):
+    """a + b, flagging int64 overflow. The test must not compute the wrapped sum
+    first: LLVM treats signed overflow as impossible and folds such a test away."""
+    if check and ((b > 0 and a > 9223372036854775807 - b) or (b < 0 and a < -9223372036854775807 - 1 - b)):
         err[0] = ERR_OVERFLOW
-    return s
+        return a
+    return a + b
 
 
 @jit
 def _scale(a, w, check, err):
     if check and a != 0 and w != 0:
-        lim = 9223372036854775807 // abs(w)
-        if abs(a) > lim:
+        if abs(a) > 9223372036854775807 // abs(w):
             err[0] = ERR_OVERFLOW
+            return a
     return a * w
 
 
 @jit
-def _left_apply(X, lo, hi, ev_bind, ev_neg, ev_w, trip_ptr, trip_dst, trip_src, trip_wk,
-                neg_ptr, neg_rows, delta, touched, tlist, check, err):
-    """X <- M_group X for events [lo, hi) of one time stamp; X has shape (D, ncols)."""
+def _left_apply(X, lo, hi, ev_prog, ev_w, prog_ptr, trip_dst, trip_src, trip_wk,
+                reset_ptr, reset_rows, tmp, check, err):
+    """X <- M_group X for events [lo, hi) of one time stamp; X has shape (D, ncols).
+
+    Pass 1 reads every contribution from the pre-state into ``tmp``; then the
+    resets zero their rows; pass 2 adds the contributions. So events with the
+    same time stamp never see each other, and a Kleene self-loop doubles.
+    """
     ncols = X.shape[1]
-    nt = 0
-    n_occ = trip_ptr.shape[0] - 1
+    m = 0
     for e in range(lo, hi):
-        b = ev_bind[e]
-        if b == 0:
-            continue
-        for o in range(n_occ):
-            if (b >> np.uint64(o)) & np.uint64(1):
-                for k in range(trip_ptr[o], trip_ptr[o + 1]):
-                    d = trip_dst[k]
-                    s = trip_src[k]
-                    wk = trip_wk[k]
-                    if not touched[d]:
-                        touched[d] = True
-                        tlist[nt] = d
-                        nt += 1
-                        for c in range(ncols):
-                            delta[d, c] = 0
-                    if wk < 0:
-                        for c in range(ncols):
-                            delta[d, c] = _acc(delta[d, c], X[s, c], check, err)
-                    else:
-                        wv = ev_w[e, wk]
-                        for c in range(ncols):
-                            delta[d, c] = _acc(delta[d, c], _scale(X[s, c], wv, check, err), check, err)
-    n_neg = neg_ptr.shape[0] - 1
+        p = ev_prog[e]
+        for k in range(prog_ptr[p], prog_ptr[p + 1]):
+            s = trip_src[k]
+            wk = trip_wk[k]
+            if wk < 0:
+                for c in range(ncols):
+                    tmp[m, c] = X[s, c]
+            else:
+                wv = ev_w[e, wk]
+                for c in range(ncols):
+                    tmp[m, c] = _scale(X[s, c], wv, check, err)
+            m += 1
     for e in range(lo, hi):
-        nb = ev_neg[e]
-        if nb == 0:
-            continue
-        for g in range(n_neg):
-            if (nb >> np.uint64(g)) & np.uint64(1):
-                for k in range(neg_ptr[g], neg_ptr[g + 1]):
-                    r = neg_rows[k]
-                    for c in range(ncols):
-                        X[r, c] = 0
-    for i in range(nt):
-        d = tlist[i]
-        touched[d] = False
-        for c in range(ncols):
-            X[d, c] = _acc(X[d, c], delta[d, c], check, err)
+        p = ev_prog[e]
+        for k in range(reset_ptr[p], reset_ptr[p + 1]):
+            r = reset_rows[k]
+            for c in range(ncols):
+                X[r, c] = 0
+    m = 0
+    for e in range(lo, hi):
+        p = ev_prog[e]
+        for k in range(prog_ptr[p], prog_ptr[p + 1]):
+            d = trip_dst[k]
+            for c in range(ncols):
+                X[d, c] = _acc(X[d, c], tmp[m, c], check, err)
+            m += 1
 
 
 @jit
-def _right_apply(G, Gpre, lo, hi, ev_bind, ev_neg, ev_w, trip_ptr, trip_dst, trip_src, trip_wk,
-                 neg_ptr, neg_rows, check, err):
-    """G <- G M_group (G is D x D). Used to build suffix composites on a flip."""
+def _right_apply(G, lo, hi, ev_prog, ev_w, prog_ptr, trip_dst, trip_src, trip_wk,
+                 reset_ptr, reset_rows, tmp, check, err):
+    """G <- G M_group (G is D x D): the transpose of ``_left_apply``, used on a flip."""
     D = G.shape[0]
-    for i in range(D):
-        for j in range(D):
-            Gpre[i, j] = G[i, j]
-    n_neg = neg_ptr.shape[0] - 1
+    m = 0
     for e in range(lo, hi):
-        nb = ev_neg[e]
-        if nb == 0:
-            continue
-        for g in range(n_neg):
-            if (nb >> np.uint64(g)) & np.uint64(1):
-                for k in range(neg_ptr[g], neg_ptr[g + 1]):
-                    r = neg_rows[k]
-                    for i in range(D):
-                        G[i, r] = 0
-    n_occ = trip_ptr.shape[0] - 1
+        p = ev_prog[e]
+        for k in range(prog_ptr[p], prog_ptr[p + 1]):
+            d = trip_dst[k]
+            wk = trip_wk[k]
+            if wk < 0:
+                for i in range(D):
+                    tmp[m, i] = G[i, d]
+            else:
+                wv = ev_w[e, wk]
+                for i in range(D):
+                    tmp[m, i] = _scale(G[i, d], wv, check, err)
+            m += 1
     for e in range(lo, hi):
-        b = ev_bind[e]
-        if b == 0:
-            continue
-        for o in range(n_occ):
-            if (b >> np.uint64(o)) & np.uint64(1):
-                for k in range(trip_ptr[o], trip_ptr[o + 1]):
-                    d = trip_dst[k]
-                    s = trip_src[k]
-                    wk = trip_wk[k]
-                    if wk < 0:
-                        for i in range(D):
-                            G[i, s] = _acc(G[i, s], Gpre[i, d], check, err)
-                    else:
-                        wv = ev_w[e, wk]
-                        for i in range(D):
-                            G[i, s] = _acc(G[i, s], _scale(Gpre[i, d], wv, check, err), check, err)
+        p = ev_prog[e]
+        for k in range(reset_ptr[p], reset_ptr[p + 1]):
+            r = reset_rows[k]
+            for i in range(D):
+                G[i, r] = 0
+    m = 0
+    for e in range(lo, hi):
+        p = ev_prog[e]
+        for k in range(prog_ptr[p], prog_ptr[p + 1]):
+            s = trip_src[k]
+            for i in range(D):
+                G[i, s] = _acc(G[i, s], tmp[m, i], check, err)
+            m += 1
 
 
 @jit
@@ -172,8 +163,8 @@ def _set_identity(M):
 @jit
 def run_segments(mode, w, s, check,
                  seg_ptr, seg_pid, seg_replay, seg_emit_ptr, emit_times, slide_limit,
-                 ev_time, ev_bind, ev_neg, ev_end, ev_w,
-                 trip_ptr, trip_dst, trip_src, trip_wk, neg_ptr, neg_rows,
+                 ev_time, ev_prog, ev_end, ev_w,
+                 prog_ptr, trip_dst, trip_src, trip_wk, reset_ptr, reset_rows,
                  v0, out_rows, X_state, next_k, err):
     """Process every segment (one partition's events, time-sorted) and return outputs.
 
@@ -205,12 +196,9 @@ def run_segments(mode, w, s, check,
     out_val = np.empty((cap, n_out_rows), v0.dtype)
     n_out = 0
 
-    delta = np.zeros((D, D), v0.dtype)
-    touched = np.zeros(D, np.bool_)
-    tlist = np.empty(D, np.int64)
+    tmp = np.zeros((16, D), v0.dtype)
     B = np.zeros((D, D), v0.dtype)
     G = np.zeros((D, D), v0.dtype)
-    Gpre = np.zeros((D, D), v0.dtype)
     Y = np.zeros((D, 1), v0.dtype)
     Y2 = np.zeros((D, 1), v0.dtype)
     U = np.zeros((64, D), v0.dtype)
@@ -226,14 +214,21 @@ def run_segments(mode, w, s, check,
         if gstart.shape[0] < hi - lo + 1:
             gstart = np.empty(2 * (hi - lo) + 1, np.int64)
         e = lo
+        need_max = 0
         while e < hi:
             gstart[ng] = e
             ng += 1
             t0 = ev_time[e]
-            e += 1
+            need = 0
             while e < hi and ev_time[e] == t0:
+                p = ev_prog[e]
+                need += prog_ptr[p + 1] - prog_ptr[p]
                 e += 1
+            if need > need_max:
+                need_max = need
         gstart[ng] = hi
+        if need_max > tmp.shape[0]:
+            tmp = np.zeros((2 * need_max, D), v0.dtype)
 
         if mode == MODE_NONE or mode == MODE_EMIT_UNBOUNDED:
             Xv = X_state[pid].copy().reshape((D, 1))
@@ -252,8 +247,8 @@ def run_segments(mode, w, s, check,
                                 out_val[n_out, r] = Xv[out_rows[r], 0]
                             n_out += 1
                         ep += 1
-                _left_apply(Xv, gstart[gi], gstart[gi + 1], ev_bind, ev_neg, ev_w, trip_ptr, trip_dst,
-                            trip_src, trip_wk, neg_ptr, neg_rows, delta, touched, tlist, check, err)
+                _left_apply(Xv, gstart[gi], gstart[gi + 1], ev_prog, ev_w, prog_ptr, trip_dst,
+                            trip_src, trip_wk, reset_ptr, reset_rows, tmp, check, err)
                 if err[0] != 0:
                     err[1] = pid
                     err[2] = t
@@ -291,9 +286,9 @@ def run_segments(mode, w, s, check,
                 while ep < ep_hi and (at_end or emit_times[ep] < t):
                     te = emit_times[ep]
                     while f_lo < b_hi and ev_time[gstart[f_lo]] <= te - w:
-                        f_lo, f_hi, b_hi, U = _pop(f_lo, f_hi, b_hi, B, G, Gpre, U, v0, gstart, ev_bind,
-                                                ev_neg, ev_w, trip_ptr, trip_dst, trip_src, trip_wk,
-                                                neg_ptr, neg_rows, check, err)
+                        f_lo, f_hi, b_hi, U = _pop(f_lo, f_hi, b_hi, B, G, U, tmp, v0, gstart, ev_prog,
+                                                   ev_w, prog_ptr, trip_dst, trip_src, trip_wk,
+                                                   reset_ptr, reset_rows, check, err)
                     if f_lo < b_hi:
                         _query(f_lo, f_hi, b_hi, B, U, v0, Y, check, err)
                         if Y[out_rows[0], 0] != 0:
@@ -318,9 +313,9 @@ def run_segments(mode, w, s, check,
                     if k * s + w > limit:
                         break
                     while f_lo < b_hi and ev_time[gstart[f_lo]] < k * s:
-                        f_lo, f_hi, b_hi, U = _pop(f_lo, f_hi, b_hi, B, G, Gpre, U, v0, gstart, ev_bind,
-                                                ev_neg, ev_w, trip_ptr, trip_dst, trip_src, trip_wk,
-                                                neg_ptr, neg_rows, check, err)
+                        f_lo, f_hi, b_hi, U = _pop(f_lo, f_hi, b_hi, B, G, U, tmp, v0, gstart, ev_prog,
+                                                   ev_w, prog_ptr, trip_dst, trip_src, trip_wk,
+                                                   reset_ptr, reset_rows, check, err)
                     if f_lo < b_hi and k >= 0:
                         _query(f_lo, f_hi, b_hi, B, U, v0, Y, check, err)
                         if Y[out_rows[0], 0] != 0:
@@ -341,9 +336,9 @@ def run_segments(mode, w, s, check,
             # 2) expire groups no future result can use
             if mode == MODE_WITHIN or mode == MODE_EMIT:
                 while f_lo < b_hi and ev_time[gstart[f_lo]] <= t - w:
-                    f_lo, f_hi, b_hi, U = _pop(f_lo, f_hi, b_hi, B, G, Gpre, U, v0, gstart, ev_bind,
-                                            ev_neg, ev_w, trip_ptr, trip_dst, trip_src, trip_wk,
-                                            neg_ptr, neg_rows, check, err)
+                    f_lo, f_hi, b_hi, U = _pop(f_lo, f_hi, b_hi, B, G, U, tmp, v0, gstart, ev_prog,
+                                               ev_w, prog_ptr, trip_dst, trip_src, trip_wk,
+                                               reset_ptr, reset_rows, check, err)
             # 3) WITHIN: matches that end in this group, counted over (t - w, t]
             if mode == MODE_WITHIN and gstart[gi] >= replay_end:
                 has_end = False
@@ -358,14 +353,14 @@ def run_segments(mode, w, s, check,
                             Y[r, 0] = v0[r]
                     for r in range(D):
                         Y2[r, 0] = Y[r, 0]
-                    _left_apply(Y2, gstart[gi], gstart[gi + 1], ev_bind, ev_neg, ev_w, trip_ptr, trip_dst,
-                                trip_src, trip_wk, neg_ptr, neg_rows, delta, touched, tlist, check, err)
+                    _left_apply(Y2, gstart[gi], gstart[gi + 1], ev_prog, ev_w, prog_ptr, trip_dst,
+                                trip_src, trip_wk, reset_ptr, reset_rows, tmp, check, err)
                     for r in range(n_out_rows):
                         rr = out_rows[r]
                         X_state[pid, rr] = _acc(X_state[pid, rr], Y2[rr, 0] - Y[rr, 0], check, err)
             # 4) push the group onto the back stack
-            _left_apply(B, gstart[gi], gstart[gi + 1], ev_bind, ev_neg, ev_w, trip_ptr, trip_dst,
-                        trip_src, trip_wk, neg_ptr, neg_rows, delta, touched, tlist, check, err)
+            _left_apply(B, gstart[gi], gstart[gi + 1], ev_prog, ev_w, prog_ptr, trip_dst,
+                        trip_src, trip_wk, reset_ptr, reset_rows, tmp, check, err)
             b_hi += 1
             if err[0] != 0:
                 err[1] = pid
@@ -401,8 +396,8 @@ def _query(f_lo, f_hi, b_hi, B, U, v0, Y, check, err):
 
 
 @jit
-def _pop(f_lo, f_hi, b_hi, B, G, Gpre, U, v0, gstart, ev_bind, ev_neg, ev_w,
-         trip_ptr, trip_dst, trip_src, trip_wk, neg_ptr, neg_rows, check, err):
+def _pop(f_lo, f_hi, b_hi, B, G, U, tmp, v0, gstart, ev_prog, ev_w,
+         prog_ptr, trip_dst, trip_src, trip_wk, reset_ptr, reset_rows, check, err):
     """Drop the oldest group; flip the back stack into the front when the front is empty."""
     D = v0.shape[0]
     if f_lo == f_hi:
@@ -415,8 +410,8 @@ def _pop(f_lo, f_hi, b_hi, B, G, Gpre, U, v0, gstart, ev_bind, ev_neg, ev_w,
                 cap *= 2
             U = np.zeros((cap, D), v0.dtype)
         for gi in range(b_hi - 1, f_hi - 1, -1):
-            _right_apply(G, Gpre, gstart[gi], gstart[gi + 1], ev_bind, ev_neg, ev_w, trip_ptr, trip_dst,
-                         trip_src, trip_wk, neg_ptr, neg_rows, check, err)
+            _right_apply(G, gstart[gi], gstart[gi + 1], ev_prog, ev_w, prog_ptr, trip_dst,
+                         trip_src, trip_wk, reset_ptr, reset_rows, tmp, check, err)
             for i in range(D):
                 acc = G[i, 0] * 0
                 for j in range(D):
@@ -450,3 +445,64 @@ def partition_order(pid, n_parts):
         order[pos[p]] = i
         pos[p] += 1
     return order, seg_ptr
+
+
+@jit
+def encode_programs(bind, neg):
+    """Dense id per distinct (bind, neg) pair, in order of first appearance.
+
+    Returns ``(prog, uniq_bind, uniq_neg)``. Open addressing over a small
+    table: the number of distinct pairs is tiny (types x predicate outcomes).
+    """
+    n = bind.shape[0]
+    size = 64
+    keys_b = np.zeros(size, np.uint64)
+    keys_n = np.zeros(size, np.uint64)
+    ids = np.full(size, -1, np.int64)
+    ub = np.zeros(size, np.uint64)
+    un = np.zeros(size, np.uint64)
+    count = 0
+    prog = np.empty(n, np.int64)
+    for i in range(n):
+        b = bind[i]
+        g = neg[i]
+        h = (b * np.uint64(0x9E3779B97F4A7C15) + g * np.uint64(0xC2B2AE3D27D4EB4F)) >> np.uint64(40)
+        j = np.int64(h % np.uint64(size))
+        while True:
+            if ids[j] < 0:
+                if 2 * (count + 1) > size:
+                    # grow and rehash
+                    size2 = size * 2
+                    kb2 = np.zeros(size2, np.uint64)
+                    kn2 = np.zeros(size2, np.uint64)
+                    id2 = np.full(size2, -1, np.int64)
+                    for jj in range(size):
+                        if ids[jj] >= 0:
+                            hh = (keys_b[jj] * np.uint64(0x9E3779B97F4A7C15)
+                                  + keys_n[jj] * np.uint64(0xC2B2AE3D27D4EB4F)) >> np.uint64(40)
+                            k2 = np.int64(hh % np.uint64(size2))
+                            while id2[k2] >= 0:
+                                k2 = (k2 + 1) % size2
+                            kb2[k2] = keys_b[jj]
+                            kn2[k2] = keys_n[jj]
+                            id2[k2] = ids[jj]
+                    ub2 = np.zeros(size2, np.uint64)
+                    un2 = np.zeros(size2, np.uint64)
+                    ub2[:count] = ub[:count]
+                    un2[:count] = un[:count]
+                    keys_b, keys_n, ids, ub, un, size = kb2, kn2, id2, ub2, un2, size2
+                    j = np.int64(h % np.uint64(size))
+                    continue
+                keys_b[j] = b
+                keys_n[j] = g
+                ids[j] = count
+                ub[count] = b
+                un[count] = g
+                count += 1
+                prog[i] = ids[j]
+                break
+            if keys_b[j] == b and keys_n[j] == g:
+                prog[i] = ids[j]
+                break
+            j = (j + 1) % size
+    return prog, ub[:count].copy(), un[:count].copy()

@@ -1,0 +1,50 @@
+"""Shared test fixtures.
+
+``LOCAL_ENGINES`` lists every local engine; engine-conformance tests are
+parametrised over it with the ``engine`` fixture, so a new engine is checked
+by every such test the moment it is added here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_CASES = ROOT.parent / "shared" / "cases"
+LOCAL_ENGINES = ["reference", "aseq", "greta"]
+
+
+def load_shared_cases() -> list[dict]:
+    """The worked cases in ../shared/cases (the tests read them from there)."""
+    files = sorted(SHARED_CASES.glob("*.json"))
+    if not files:
+        raise FileNotFoundError(
+            f"no case files found in {SHARED_CASES}; the repository expects ../shared/cases beside it")
+    return [json.loads(f.read_text()) | {"_file": f.name} for f in files]
+
+
+@pytest.fixture(params=LOCAL_ENGINES)
+def engine(request) -> str:
+    return request.param
+
+
+def run_engine(query, events, **kwargs):
+    """``cepvec.run`` for conformance tests, honest about engines that refuse a query.
+
+    When the engine under test does not support the query, it must refuse with
+    ``UnsupportedByEngine`` (asserted here), and the test goes on with
+    ``engine="auto"``, which is what a user gets for that query.
+    """
+    import cepvec
+    from cepvec.engines import engine_support
+
+    engine = kwargs.get("engine", "auto")
+    q = query if isinstance(query, cepvec.Query) else cepvec.compile(query)
+    if engine not in ("auto",) and engine_support(q, engine) is not None:
+        with pytest.raises(cepvec.UnsupportedByEngine, match="cannot run"):
+            cepvec.run(q, events, **kwargs)
+        kwargs = {**kwargs, "engine": "auto"}
+    return cepvec.run(query, events, **kwargs)

@@ -1,0 +1,277 @@
+"""Hypothesis strategies for cepvec tests: tiny event streams and query texts.
+
+* :func:`streams` — 0–8 events, types from ``ABCD``, integer times 0..7
+  (non-decreasing, ties allowed), ``id`` (0/1 or null), ``x`` (small int or
+  null), ``v`` (float, sometimes NaN).
+* :func:`query_and_stream` — a query and a stream over mostly its own types.
+* :func:`queries` — query text drawn from a grammar of pattern shapes
+  (single type, Kleene, SEQ, nested Kleene, negation at start / middle / end
+  including ``NOT SEQ(C, D)`` and nested ``NOT SEQ(C, NOT E, D)``, repeated
+  types with explicit variables), local / edge / equivalence predicates,
+  GROUP-BY, every window form (none, WITHIN, WITHIN + EMIT CHANGES, bare
+  EMIT CHANGES, SLIDE <= and > WITHIN) and the six aggregates. Predicates and
+  aggregates are chosen from the compiled pattern (its variables and
+  transitions), so almost every drawn query compiles; the rest are filtered
+  with ``assume``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import assume
+from hypothesis import strategies as st
+
+import cepvec
+from cepvec.errors import CepvecError
+
+TYPES = "ABCD"
+SCHEMA = {"type": pl.String, "time": pl.Int64, "id": pl.Int64, "x": pl.Int64, "v": pl.Float64}
+FLOATS = (-1.5, 0.0, 0.25, 1.0, 2.5, 4.0, float("nan"))  # NaN acts as null (docs/semantics.md 2.4)
+
+
+# --------------------------------------------------------------------------- streams
+def make_frame(events: list[tuple]) -> pl.DataFrame:
+    """``[(type, time, id, x, v), ...]`` as a Polars DataFrame with the test schema."""
+    cols = {k: [e[j] for e in events] for j, k in enumerate(SCHEMA)}
+    return pl.DataFrame(cols, schema=SCHEMA)
+
+
+@st.composite
+def event_lists(draw, max_events: int = 8, max_time: int = 7, types=TYPES):
+    # weighted towards longer streams: short ones rarely hold a match
+    n = min(max_events, draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 6, 7, 7, 8, 8, 8])))
+    times = sorted(draw(st.lists(st.integers(0, max_time), min_size=n, max_size=n)))
+    out = []
+    for t in times:
+        out.append((
+            draw(st.sampled_from(sorted(types))),
+            t,
+            draw(st.one_of(st.sampled_from([0, 1]), st.none()) if draw(st.integers(0, 5)) else st.none()),
+            draw(st.sampled_from([-1, 0, 1, 2, 3, None])),
+            draw(st.sampled_from(FLOATS)),
+        ))
+    return out
+
+
+def streams(max_events: int = 8, max_time: int = 7, types=TYPES):
+    """Small event streams as Polars DataFrames (types drawn from ``types``)."""
+    return event_lists(max_events, max_time, types).map(make_frame)
+
+
+# --------------------------------------------------------------------------- patterns
+class _Names:
+    """Hands out explicit variable names a1, b2, ... (never a type name)."""
+
+    def __init__(self):
+        self.k = 0
+
+    def __call__(self, t: str) -> str:
+        self.k += 1
+        return f"{t.lower()}{self.k}"
+
+
+@st.composite
+def _atom(draw, names: _Names, kleene: bool = True):
+    """``T``, ``T v``, ``T+`` or ``T v+``."""
+    t = draw(st.sampled_from(TYPES))
+    var = f" {names(t)}" if draw(st.integers(0, 3)) == 0 else ""
+    plus = "+" if kleene and draw(st.booleans()) else ""
+    return f"{t}{var}{plus}"
+
+
+@st.composite
+def _neg_body(draw):
+    """Body of a NOT: a type, ``T+``, ``SEQ(T, T)`` or nested ``SEQ(T, NOT T, T)``."""
+    t = lambda: draw(st.sampled_from(TYPES))  # noqa: E731
+    kind = draw(st.sampled_from(["type", "type", "kleene", "seq", "nested"]))
+    if kind == "type":
+        return t()
+    if kind == "kleene":
+        return f"{t()}+"
+    if kind == "seq":
+        return f"SEQ({t()}, {t()})"
+    return f"SEQ({t()}, NOT {t()}, {t()})"
+
+
+@st.composite
+def patterns(draw, kleene_of_kleene: bool = True, many_negations: bool = True):
+    """Pattern text from a grammar of shapes.
+
+    ``kleene_of_kleene`` allows ``(A+)+``-like shapes; ``many_negations``
+    allows a negation in several places of one SEQ (e.g. two adjacent NOTs
+    in one gap and another NOT later). Both exist as switches so that a
+    search for new bugs can leave out constructs with a known one.
+    """
+    names = _Names()
+    shapes = ["single", "kleene", "seq", "seq", "seq", "nested_kleene", "seq_nested", "repeated", "neg", "neg",
+              "neg", "neg_in_kleene"]
+    if kleene_of_kleene:
+        shapes.append("kleene_of_kleene")
+    shape = draw(st.sampled_from(shapes))
+    if shape == "single":
+        return draw(_atom(names, kleene=False))
+    if shape == "kleene":
+        return f"{draw(_atom(names, kleene=False))}+"
+    if shape == "kleene_of_kleene":
+        inner = draw(st.sampled_from(["{a}+", "SEQ({a}+)", "SEQ({a}, {b}+)+"]))
+        inner = inner.format(a=draw(_atom(names, kleene=False)), b=draw(_atom(names, kleene=False)))
+        outer = f"({inner})+"
+        if draw(st.booleans()):
+            return outer
+        other = draw(_atom(names))
+        return f"SEQ({other}, {outer})" if draw(st.booleans()) else f"SEQ({outer}, {other})"
+    if shape == "seq":
+        items = draw(st.lists(_atom(names), min_size=2, max_size=3))
+        return f"SEQ({', '.join(items)})"
+    if shape == "nested_kleene":
+        a, b = draw(_atom(names)), draw(_atom(names, kleene=False))
+        return f"(SEQ({a}, {b}))+"
+    if shape == "seq_nested":
+        a, b, c = draw(_atom(names, kleene=False)), draw(_atom(names)), draw(_atom(names, kleene=False))
+        inner = f"(SEQ({b}, {c}))+"
+        return f"SEQ({a}, {inner})" if draw(st.booleans()) else f"SEQ({inner}, {a})"
+    if shape == "repeated":
+        t = draw(st.sampled_from(TYPES))
+        other = draw(st.sampled_from(TYPES))
+        p1 = "+" if draw(st.booleans()) else ""
+        p2 = "+" if draw(st.booleans()) else ""
+        return f"SEQ({t} {names(t)}{p1}, {other}, {t} {names(t)}{p2})"
+    if shape == "neg_in_kleene":
+        a, b = draw(_atom(names)), draw(_atom(names, kleene=False))
+        n = draw(st.sampled_from(TYPES))
+        return f"(SEQ({a}, NOT {n}, {b}))+"
+    # negation at the start, in the middle (possibly two adjacent NOTs) and / or at the end
+    pos = draw(st.lists(_atom(names), min_size=1, max_size=3))
+    where = draw(st.sampled_from(["start", "middle", "end"] + (["several"] if many_negations else [])))
+    start = where == "start" or (where == "several" and draw(st.booleans()))
+    end = where == "end" or (where == "several" and draw(st.booleans()))
+    middle = where == "middle" or (where == "several" and draw(st.booleans()))
+    if where == "several" and not (start or end or middle):
+        middle = True
+    if middle and len(pos) == 1:
+        pos.append(draw(_atom(names)))
+    gaps = []
+    if middle:
+        gaps = [draw(st.integers(1, len(pos) - 1))]
+        if where == "several" and len(pos) == 3 and draw(st.booleans()):
+            gaps = [1, 2]
+    items: list[str] = []
+    for k, p in enumerate(pos):
+        if k in gaps:
+            items.append(f"NOT {draw(_neg_body())}")
+            if draw(st.integers(0, 4 if where == "middle" else 1)) == 0:
+                items.append(f"NOT {draw(st.sampled_from(TYPES))}")  # SEQ(P, NOT C, NOT D, Q)
+        items.append(p)
+    if start:
+        items.insert(0, f"NOT {draw(_neg_body())}")
+    if end:
+        items.append(f"NOT {draw(_neg_body())}")
+    return f"SEQ({', '.join(items)})"
+
+
+# --------------------------------------------------------------------------- queries
+def _compile(text: str):
+    try:
+        return cepvec.compile(text)
+    except CepvecError:
+        return None
+
+
+@st.composite
+def windows(draw):
+    kind = draw(st.sampled_from(["none", "within", "emit", "slide_le", "slide_gt", "none", "within", "emit",
+                                 "slide_le", "slide_gt", "emit_unbounded"]))
+    w = draw(st.integers(1, 5))
+    if kind == "none":
+        return ""
+    if kind == "emit_unbounded":  # EMIT CHANGES without WITHIN (docs/semantics.md 6)
+        return " EMIT CHANGES"
+    if kind == "within":
+        return f" WITHIN {w}"
+    if kind == "emit":
+        return f" WITHIN {w} EMIT CHANGES"
+    if kind == "slide_le":
+        return f" WITHIN {w} SLIDE {draw(st.integers(1, w))}"
+    return f" WITHIN {w} SLIDE {draw(st.integers(w + 1, 7))}"
+
+
+@st.composite
+def queries(draw, pattern=None, window=None, **grammar):
+    """Query text (GRETA form) that cepvec.compile accepts.
+
+    ``pattern`` / ``window`` fix those parts; ``grammar`` is passed to :func:`patterns`.
+    """
+    pat = pattern if pattern is not None else draw(patterns(**grammar))
+    q0 = _compile(f"RETURN COUNT(*) PATTERN {pat}")
+    assume(q0 is not None)
+    by_name: dict[str, list] = {}
+    for o in q0.occs:
+        by_name.setdefault(o.name, []).append(o)
+    all_names = sorted(by_name)
+    positive = sorted(n for n, os in by_name.items() if not any(o.negated for o in os))
+    trans = list(q0.template.transitions) + [t for n in q0.negations for t in n.template.transitions]
+    pairs = sorted({(q0.occs[t.src].name, q0.occs[t.dst].name) for t in trans})
+
+    where: list[str] = []
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2, 3]))):
+        kind = draw(st.sampled_from(["local", "local", "bare", "next", "next", "plain", "equiv", "equiv",
+                                     "equiv_q"]))
+        if kind == "local":
+            n = draw(st.sampled_from(all_names))
+            where.append(draw(st.sampled_from([
+                f"{n}.x > 1", f"{n}.x <= 1", f"{n}.x != 0", f"{n}.v < 1.0", f"{n}.x >= 0 AND {n}.v > 0"])))
+        elif kind == "bare":
+            where.append(draw(st.sampled_from(["x >= 0", "v > -1"])))
+        elif kind == "next" and pairs:
+            a, b = draw(st.sampled_from(pairs))
+            where.append(draw(st.sampled_from([
+                f"{a}.x < NEXT({b}).x", f"{a}.x >= NEXT({b}).x", f"{a}.x + 1 > NEXT({b}).x",
+                f"{a}.v * 2 <= NEXT({b}).v"])))
+        elif kind == "plain":
+            distinct = [(a, b) for a, b in pairs if a != b]
+            if distinct:
+                a, b = draw(st.sampled_from(distinct))
+                where.append(draw(st.sampled_from([f"{a}.x <= {b}.x", f"{a}.x != {b}.x"])))
+        elif kind == "equiv":
+            where.append("[id]")
+        elif kind == "equiv_q" and positive:
+            where.append(f"[{draw(st.sampled_from(positive))}.id]")
+    where = list(dict.fromkeys(where))
+
+    group = draw(st.booleans()) and draw(st.booleans())
+    aggs: list[str] = []
+    for _ in range(draw(st.integers(1, 3))):
+        f = draw(st.sampled_from(["COUNT(*)", "COUNT", "SUM", "MIN", "MAX", "AVG"]))
+        if f == "COUNT(*)" or not positive:
+            aggs.append("COUNT(*)")
+            continue
+        n = draw(st.sampled_from(positive))
+        if f == "COUNT":
+            aggs.append(f"COUNT({n})")
+        else:
+            aggs.append(f"{f}({n}.{draw(st.sampled_from(['x', 'v']))})")
+    aggs = list(dict.fromkeys(aggs))
+    ret = (["id"] if group and draw(st.booleans()) else []) + aggs
+
+    text = f"RETURN {', '.join(ret)} PATTERN {pat}"
+    if where:
+        text += f" WHERE {' AND '.join(where)}"
+    if group:
+        text += " GROUP-BY id"
+    text += window if window is not None else draw(windows())
+    assume(_compile(text) is not None)
+    return text
+
+
+@st.composite
+def query_and_stream(draw, max_events: int = 8, **grammar):
+    """``(query text, stream)``; the stream mostly uses the query's own event types.
+
+    Independent draws leave most results empty; drawing the stream's types
+    from the query's types (sometimes from all of ``ABCD``) makes matches,
+    and thus disagreements, far more likely.
+    """
+    text = draw(queries(**grammar))
+    qtypes = [t for t in cepvec.compile(text).event_types if t in TYPES]
+    types = TYPES if not qtypes or draw(st.integers(0, 4)) == 0 else qtypes
+    return text, draw(streams(max_events=max_events, types=types))

@@ -1,0 +1,298 @@
+"""The ``cepvec`` command line (``cepvec.cli``): run, explain, demo and error exits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import cepvec
+from cepvec.cli import format_table, main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# SEMANTICS.md worked example: (SEQ(A+, B))+ over a1, b2, a3, a4, b7.
+WORKED = pl.DataFrame({"type": ["A", "B", "A", "A", "B"], "time": [1, 2, 3, 4, 7],
+                       "attr": [5, 0, 6, 4, 0]})
+WORKED_QUERY = "RETURN COUNT(*), COUNT(A), SUM(A.attr), AVG(A.attr) PATTERN (SEQ(A+, B))+"
+
+# SEQ(A, B) per id in windows [5k, 5k + 10). Matches: id 1: a1-b2, a1-b6 (window 0),
+# a8-b12 (window 1; a1-b12 spans 11 >= 10); id 2: a3-b4, a3-b9 (window 0 only).
+EVENTS = pl.DataFrame({
+    "type": ["A", "B", "A", "B", "B", "A", "B", "B"],
+    "time": [1, 2, 3, 4, 6, 8, 9, 12],
+    "id": [1, 1, 2, 2, 1, 1, 2, 1],
+})
+QUERY = "RETURN id, COUNT(*) PATTERN SEQ(A, B) WHERE [id] GROUP-BY id WITHIN 10 s SLIDE 5 s"
+EXPECTED = pl.DataFrame({
+    "id": [1, 1, 2],
+    "window_start": [0, 5, 0],
+    "window_end": [10, 15, 10],
+    "COUNT(*)": [2, 1, 2],
+})
+
+WRITERS = {
+    "csv": pl.DataFrame.write_csv,
+    "parquet": pl.DataFrame.write_parquet,
+    "arrow": pl.DataFrame.write_ipc,
+    "ipc": pl.DataFrame.write_ipc,
+}
+READERS = {"csv": pl.read_csv, "parquet": pl.read_parquet, "arrow": pl.read_ipc, "ipc": pl.read_ipc}
+
+DEMO_TITLES = (
+    "== GRETA Q1: falling stock prices per company, counted per sector ==",
+    "== GRETA Q2: CPU of rising-load measurement runs per mapper ==",
+    "== GRETA Q3: slowing vehicles without an accident, per segment ==",
+    "== A-Seq: laptop, then case, then adapter bought by one customer ==",
+)
+
+
+def write_events(tmp_path: Path, ext: str, df: pl.DataFrame = EVENTS) -> Path:
+    path = tmp_path / f"events.{ext}"
+    WRITERS[ext](df, path)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# run
+# ---------------------------------------------------------------------------
+
+
+def test_run_prints_the_result_table(tmp_path, capsys):
+    path = write_events(tmp_path, "csv", WORKED)
+    assert main(["run", WORKED_QUERY, str(path)]) == 0
+    out, err = capsys.readouterr()
+    expected = pl.DataFrame({"COUNT(*)": [11], "COUNT(A)": [20], "SUM(A.attr)": [100],
+                             "AVG(A.attr)": [5.0]})
+    assert out == format_table(expected) + "\n"
+    assert "│ 11       ┆ 20       ┆ 100         ┆ 5.0         │" in out
+    assert err == ""
+
+
+def test_run_prints_every_row(tmp_path, capsys):
+    events = pl.DataFrame({"type": ["A", "B"] * 20, "time": list(range(40)), "id": list(range(40))})
+    path = write_events(tmp_path, "parquet", events)
+    assert main(["run", "RETURN id, COUNT(*) PATTERN SEQ(A, B) WHERE [id] GROUP-BY id",
+                 str(path)]) == 0
+    out, _ = capsys.readouterr()
+    assert out.startswith("shape: (0, 2)\n")  # ids differ between every A and B
+
+
+@pytest.mark.parametrize("in_ext", ["csv", "parquet", "arrow", "ipc"])
+@pytest.mark.parametrize("out_ext", ["csv", "parquet", "arrow"])
+def test_run_reads_and_writes_every_format(tmp_path, capsys, in_ext, out_ext):
+    src = write_events(tmp_path, in_ext)
+    dst = tmp_path / f"result.{out_ext}"
+    assert main(["run", QUERY, str(src), "-o", str(dst)]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert_frame_equal(READERS[out_ext](dst), EXPECTED)
+
+
+def test_run_query_from_file(tmp_path, capsys):
+    qfile = tmp_path / "query.cep"
+    qfile.write_text(QUERY.replace(" WHERE", "\nWHERE").replace(" WITHIN", "\nWITHIN") + "\n")
+    dst = tmp_path / "out.parquet"
+    assert main(["run", str(qfile), str(write_events(tmp_path, "csv")), "--output", str(dst)]) == 0
+    assert_frame_equal(pl.read_parquet(dst), EXPECTED)
+
+
+@pytest.mark.parametrize("engine", ["auto", "reference"])
+def test_run_engine_option(tmp_path, engine):
+    dst = tmp_path / "out.parquet"
+    assert main(["run", QUERY, str(write_events(tmp_path, "parquet")), "-o", str(dst),
+                 "--engine", engine]) == 0
+    assert_frame_equal(pl.read_parquet(dst), EXPECTED)
+
+
+def test_run_column_names_time_unit_and_numeric(tmp_path):
+    events = pl.DataFrame({"kind": ["A", "B", "B"], "ts": [100, 300, 900]})  # milliseconds
+    src = write_events(tmp_path, "arrow", events)
+    dst = tmp_path / "out.arrow"
+    argv = ["run", "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 500 ms", str(src), "-o", str(dst),
+            "--type-col", "kind", "--time-col", "ts", "--time-unit", "ms"]
+    assert main(argv) == 0
+    assert_frame_equal(pl.read_ipc(dst), pl.DataFrame({"COUNT(*)": [1]}))
+    assert main([*argv, "--numeric", "float64"]) == 0
+    assert_frame_equal(pl.read_ipc(dst), pl.DataFrame({"COUNT(*)": [1.0]}))
+
+
+def test_run_prints_warnings_without_failing(tmp_path, capsys):
+    src = write_events(tmp_path, "csv")
+    assert main(["run", "RETURN COUNT(*) PATTERN SEQ(A, C)", str(src)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("shape: (0, 1)\n")
+    assert err.startswith("warning: event type 'C' named in the query does not occur")
+    assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------
+# explain
+# ---------------------------------------------------------------------------
+
+
+def test_explain(capsys):
+    assert main(["explain", QUERY]) == 0
+    out, err = capsys.readouterr()
+    assert out == cepvec.compile(QUERY).explain() + "\n"
+    assert out.startswith(f"query: {QUERY}\n")
+    assert err == ""
+
+
+def test_explain_query_from_file_with_column_names(tmp_path, capsys):
+    qfile = tmp_path / "q.txt"
+    qfile.write_text(QUERY)
+    assert main(["explain", str(qfile), "--type-col", "kind", "--time-col", "ts"]) == 0
+    out, _ = capsys.readouterr()
+    assert out == cepvec.compile(QUERY, type_col="kind", time_col="ts").explain() + "\n"
+
+
+def test_python_m_cepvec_explain():
+    proc = subprocess.run([sys.executable, "-m", "cepvec", "explain", QUERY], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == cepvec.compile(QUERY).explain() + "\n"
+
+
+def test_python_m_cepvec_error_exit_has_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "cepvec", "explain", "RETURN COUNT(*) PATTERN"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("error: ")
+    assert "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# demo
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["auto", "reference"])
+def test_demo_tiny(capsys, engine):
+    assert main(["demo", "--events", "60", "--seed", "3", "--engine", engine]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"cepvec demo: 4 queries, 60 synthetic events per stream (seed 3), "
+                          f"engine={engine}\n")
+    for title in DEMO_TITLES:
+        assert f"\n{title}\nquery:   " in out
+    assert out.count("input:   60 events, ") == 4
+    assert out.count("\nengine:  ") == 4
+    assert out.count("\nelapsed: ") == 4
+    assert out.count("(demo window; the paper uses ") == 2
+    assert "PATTERN SEQ(Laptop, Case, Adapter) WHERE [customer] GROUP BY customer" in out
+    assert "\ntotal elapsed: " in out
+    if engine == "reference":
+        assert out.count("\nengine:  reference\n") == 4
+    assert [line[:5] for line in err.splitlines()] == [
+        f"[{i}/4]" for i in (1, 1, 2, 2, 3, 3, 4, 4)]
+
+
+def test_demo_tables_are_truncated(capsys):
+    assert main(["demo", "--events", "300", "--engine", "reference"]) == 0
+    out, _ = capsys.readouterr()
+    # Q1 on 300 trades has one row per sector and 10-second slide: far more than 10 rows,
+    # of which polars shows the first and last five around an ellipsis row.
+    q1 = out.split(DEMO_TITLES[0])[1].split(DEMO_TITLES[1])[0]
+    body = [line for line in q1.splitlines() if line.startswith("│ ") and "---" not in line]
+    assert len(body) == 2 + 10 + 1  # names and dtypes, 10 rows, the ellipsis row
+    assert any(line.startswith("│ …") for line in body)
+
+
+# ---------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------
+
+
+def test_bad_query_exits_2_with_caret(tmp_path, capsys):
+    bad = "RETURN COUNT(*) PATTERN SEQ(A, B+ WITHIN 10 s"
+    with pytest.raises(cepvec.CepvecSyntaxError) as exc:
+        cepvec.compile(bad)
+    assert main(["run", bad, str(write_events(tmp_path, "csv"))]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"error: {exc.value}\n"
+    assert err.endswith(" (line 1, col 35)\n"
+                        "  RETURN COUNT(*) PATTERN SEQ(A, B+ WITHIN 10 s\n"
+                        "                                    ^^^^^^\n")
+    assert main(["explain", bad]) == 2
+    assert capsys.readouterr().err == err
+
+
+def test_missing_column_exits_2(tmp_path, capsys):
+    query = "RETURN SUM(A.x) PATTERN SEQ(A, B)"
+    with pytest.raises(cepvec.CepvecPlanError) as exc:
+        cepvec.run(query, EVENTS)
+    assert main(["run", query, str(write_events(tmp_path, "parquet"))]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"error: {exc.value}\n"
+    assert "'x'" in err
+
+
+def test_missing_time_column_gets_a_cli_hint(tmp_path, capsys):
+    with pytest.raises(cepvec.CepvecPlanError) as exc:
+        cepvec.run(cepvec.compile(QUERY, time_col="ts"), EVENTS)
+    assert main(["run", QUERY, str(write_events(tmp_path, "csv")), "--time-col", "ts"]) == 2
+    assert capsys.readouterr().err == (f"error: {exc.value}\n"
+                                       "hint: on the command line use --time-col for time_col\n")
+
+
+def test_unknown_input_extension(tmp_path, capsys):
+    src = tmp_path / "events.txt"
+    src.write_text("type,time\nA,1\n")
+    assert main(["run", QUERY, str(src)]) == 2
+    assert capsys.readouterr() == ("", (
+        f"error: cannot tell the format of input file '{src}' from its extension ('.txt'); "
+        "use .parquet, .csv, .arrow or .ipc\n"))
+
+
+def test_unknown_output_extension_fails_before_running(tmp_path, capsys):
+    dst = tmp_path / "out.json"
+    assert main(["run", QUERY, str(write_events(tmp_path, "csv")), "-o", str(dst)]) == 2
+    assert capsys.readouterr() == ("", (
+        f"error: cannot tell the format of output file '{dst}' from its extension ('.json'); "
+        "use .parquet, .csv, .arrow or .ipc\n"))
+    assert not dst.exists()
+
+
+def test_missing_input_file(tmp_path, capsys):
+    src = tmp_path / "nope.parquet"
+    assert main(["run", QUERY, str(src)]) == 2
+    assert capsys.readouterr() == ("", f"error: input file '{src}' does not exist\n")
+
+
+def test_unreadable_input_file(tmp_path, capsys):
+    src = tmp_path / "broken.parquet"
+    src.write_text("not parquet")
+    assert main(["run", QUERY, str(src)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot read input file '{src}' as parquet: ")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["run", QUERY],
+    ["run", QUERY, "events.csv", "--engine", "nope"],
+    ["demo", "--events", "2"],
+    ["frobnicate"],
+])
+def test_usage_errors_exit_2(argv, capsys):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "usage: cepvec" in err
+
+
+def test_help_exits_0(capsys):
+    assert main(["--help"]) == 0
+    assert "evaluate a query over an event file" in capsys.readouterr().out
+    assert main(["run", "--help"]) == 0
+    assert "--time-unit {s,ms,us,ns}" in capsys.readouterr().out

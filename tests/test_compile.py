@@ -1,0 +1,511 @@
+"""Compiler: semantic checks (exact messages), the GRETA template, negations,
+predicate classification, windows, aggregates and ``Query.explain()``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import cepvec
+from cepvec import CepvecQueryError, NotSupportedError
+from cepvec import ast as A
+from cepvec.query import Equivalence, Window
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "language.md"
+
+
+def compile_error(text: str, cls=CepvecQueryError) -> CepvecQueryError:
+    with pytest.raises(cls) as info:
+        cepvec.compile(text)
+    return info.value
+
+
+def transitions(t) -> set[tuple]:
+    return {(tr.src, tr.dst, tr.kind, tr.guards) for tr in t.transitions}
+
+
+def ref(var, attr):
+    return A.Ref(var, attr)
+
+
+PREV, NEXT = "$prev", "$next"
+
+
+# ============================================================================ semantic errors
+# (query, error class, exact message, (line, col) or None, quoted text or None)
+SEMANTIC_ERRORS = [
+    ("RETURN COUNT(*) PATTERN A WHERE Z.x > 1", CepvecQueryError,
+     "unknown variable 'Z' in WHERE; the pattern declares: A", (1, 33), "Z.x > 1"),
+    ("RETURN COUNT(Z) PATTERN SEQ(A a, B)", CepvecQueryError,
+     "unknown variable 'Z' in COUNT(Z); the pattern declares: B, a", (1, 8), "COUNT(Z)"),
+    ("RETURN COUNT(*) PATTERN A WHERE [P.g]", CepvecQueryError,
+     "unknown variable 'P' in WHERE; the pattern declares: A", (1, 34), "P.g"),
+    ("RETURN SUM(N.x) PATTERN SEQ(A, NOT N, B)", CepvecQueryError,
+     "SUM(N.x) aggregates over 'N', which is negated (NOT); a negated event is never part of a match, "
+     "so it has nothing to aggregate", (1, 8), "SUM(N.x)"),
+    ("RETURN COUNT(*) PATTERN NOT A", CepvecQueryError,
+     "NOT cannot be the whole pattern: negation is only allowed inside SEQ(...), between, before or after "
+     "positive parts, e.g. SEQ(A, NOT C, B)", (1, 25), "NOT A"),
+    ("RETURN COUNT(*) PATTERN (NOT A)+", CepvecQueryError,
+     "Kleene plus over a negation, (NOT P)+, means the same as NOT P; write NOT P inside SEQ(...)",
+     (1, 25), "(NOT A)+"),
+    ("RETURN COUNT(*) PATTERN SEQ(A, NOT NOT B, C)", CepvecQueryError,
+     "double negation NOT NOT P is not allowed; write P", (1, 32), "NOT NOT B"),
+    ("RETURN COUNT(*) PATTERN SEQ(NOT A)", CepvecQueryError,
+     "SEQ(...) needs at least one positive (non-negated) part", (1, 25), "SEQ(NOT A)"),
+    ("RETURN COUNT(*) PATTERN (SEQ(NOT C, A, B))+", NotSupportedError,
+     "not supported: NOT at the start or end of a SEQ nested inside Kleene plus or inside another NOT; "
+     "SEMANTICS.md defines negated start and end only for the whole pattern. Move the NOT between two "
+     "positive parts", None, None),
+    ("RETURN COUNT(*) PATTERN SEQ(A, NOT SEQ(C, D, NOT E), B)", NotSupportedError,
+     "not supported: NOT at the start or end of a SEQ nested inside Kleene plus or inside another NOT; "
+     "SEMANTICS.md defines negated start and end only for the whole pattern. Move the NOT between two "
+     "positive parts", None, None),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x < c.x", CepvecQueryError,
+     "predicate a.x < c.x compares variables a and c, which are never adjacent in the pattern, so it cannot "
+     "be aggregated online; predicates between different variables must relate an event and the one right "
+     "after it in a match", (1, 50), "a.x < c.x"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x + b.x < c.x", CepvecQueryError,
+     "predicate a.x + b.x < c.x compares variables a, b and c, which are never adjacent in the pattern all at "
+     "once, so it cannot be aggregated online; an edge predicate relates an event and the one right after it "
+     "in a match", (1, 50), "a.x + b.x < c.x"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, NOT N n, C c) WHERE a.id < n.id", NotSupportedError,
+     "not supported: predicate a.id < n.id relates negated variable 'n' to a positive variable; only equality "
+     "of one attribute across the whole pattern (an equivalence test such as [id]) may involve a negated "
+     "variable", (1, 54), "a.id < n.id"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, NOT N n, C c) WHERE n.id = c.id", NotSupportedError,
+     "not supported: predicate n.id = c.id relates negated variable 'n' to a positive variable; only equality "
+     "of one attribute across the whole pattern (an equivalence test such as [id]) may involve a negated "
+     "variable", (1, 54), "n.id = c.id"),
+    ("RETURN x, COUNT(*) PATTERN A", CepvecQueryError,
+     "RETURN lists attribute 'x', which is not a GROUP-BY attribute; add GROUP-BY x or aggregate it, "
+     "e.g. MAX(v.x)", (1, 8), "x"),
+    ("RETURN COUNT(*), COUNT(*) PATTERN A", CepvecQueryError,
+     "two output columns are named 'COUNT(*)'; give one of them another name with AS", None, None),
+    ("RETURN COUNT(*) AS n, SUM(A.x) AS n PATTERN A", CepvecQueryError,
+     "two output columns are named 'n'; give one of them another name with AS", None, None),
+    ("RETURN g, COUNT(*) AS g PATTERN A GROUP-BY g", CepvecQueryError,
+     "two output columns are named 'g'; give one of them another name with AS", None, None),
+    ("RETURN COUNT(*) PATTERN A WITHIN 10 SLIDE 2 EMIT CHANGES", NotSupportedError,
+     "not supported: EMIT CHANGES with SLIDE; use WITHIN w EMIT CHANGES for continuous results, or WITHIN w "
+     "SLIDE s for one row per window", (1, 43), "2"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B a)", CepvecQueryError,
+     "variable 'a' is declared twice in the pattern; give each occurrence its own name, e.g. SEQ(A a1, B, A a2)",
+     (1, 34), "B a"),
+    ("RETURN COUNT(*) PATTERN SEQ(A x, NOT B, A x)", CepvecQueryError,
+     "variable 'x' is declared twice in the pattern; give each occurrence its own name, e.g. SEQ(A a1, B, A a2)",
+     (1, 41), "A x"),
+    ("RETURN COUNT(*) PATTERN SEQ(A, B A)", CepvecQueryError,
+     "variable 'A' has the name of an event type used in the pattern; choose another variable name",
+     (1, 32), "B A"),
+    ("RETURN COUNT(*) PATTERN A WHERE f(A.x) > 1", NotSupportedError,
+     "not supported: function call f(A.x) in a predicate; cepvec predicates use attributes, constants and "
+     "+ - * / % only", (1, 33), "f(A.x)"),
+    ("RETURN COUNT(*) PATTERN A+ a WHERE a[2].x > 1", NotSupportedError,
+     "not supported: array subscript a[2] in a[2].x", (1, 36), "a[2].x"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b) WHERE b[1].x > 5", NotSupportedError,
+     "not supported: predicate b[1].x > 5 constrains a specific element of a Kleene array variable; cepvec "
+     "supports only v[i] vs v[i-1], v[1] vs the variable before the Kleene, and v[v.LEN] vs the variable "
+     "after it", (1, 46), "b[1].x > 5"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b) WHERE b[i].x > b[i-1].x + a.x", NotSupportedError,
+     "not supported: predicate b[i].x > b[i-1].x + a.x mixes b[i-1] with another variable", (1, 46),
+     "b[i].x > b[i-1].x + a.x"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x < NEXT(b).x + NEXT(c).x", CepvecQueryError,
+     "predicate a.x < NEXT(b).x + NEXT(c).x uses NEXT(...) of two different variables; use one", (1, 50),
+     "a.x < NEXT(b).x + NEXT(c).x"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x + c.x < NEXT(b).x", CepvecQueryError,
+     "predicate a.x + c.x < NEXT(b).x must compare one variable v with NEXT(w): v.attr op NEXT(w).attr",
+     (1, 50), "a.x + c.x < NEXT(b).x"),
+    ("RETURN COUNT(*) PATTERN A WHERE [id] OR A.x > 1", CepvecQueryError,
+     "an equivalence test [...] must stand alone in WHERE, joined by AND", (1, 33), "[id]"),
+    ("RETURN COUNT(*) PATTERN A WHERE A.x", CepvecQueryError,
+     "WHERE expects a condition (a comparison such as S.price > 10), found A.x", (1, 33), "A.x"),
+]
+
+
+@pytest.mark.parametrize("text,cls,message,pos,quoted", SEMANTIC_ERRORS,
+                         ids=[f"semantic{i}" for i in range(len(SEMANTIC_ERRORS))])
+def test_semantic_error_exact_message(text, cls, message, pos, quoted):
+    err = compile_error(text, cls)
+    assert type(err) is cls
+    assert err.message == message
+    if pos is None:
+        assert (err.line, err.col) == (None, None)
+        assert str(err) == message
+    else:
+        assert (err.line, err.col) == pos
+        assert err.text == quoted
+        assert str(err).startswith(f"{message} (line {pos[0]}, col {pos[1]})\n  {text}\n")
+        assert str(err).splitlines()[-1] == "  " + " " * (pos[1] - 1) + "^" * len(quoted)
+
+
+def test_errors_are_collected_and_raised_once():
+    text = ("RETURN COUNT(X), SUM(Y.z), x PATTERN A "
+            "WHERE Q.x > 1 AND f(1) > 0 AND R.y < 2 AND S.z > 1")
+    err = compile_error(text)
+    assert err.message == (
+        "unknown variable 'Q' in WHERE; the pattern declares: A\n"
+        "6 more problem(s):\n"
+        "  - not supported: function call f(1) in a predicate; cepvec predicates use attributes, constants "
+        "and + - * / % only\n"
+        "  - unknown variable 'R' in WHERE; the pattern declares: A\n"
+        "  - unknown variable 'S' in WHERE; the pattern declares: A\n"
+        "  … and 3 more")
+    assert [type(e) for e in err.errors] == [CepvecQueryError, NotSupportedError] + [CepvecQueryError] * 5
+    assert (err.line, err.col) == (1, 46)  # the first problem is located
+
+
+def test_query_errors_are_value_errors():
+    with pytest.raises(ValueError):
+        cepvec.compile("RETURN COUNT(*) PATTERN NOT A")
+    assert issubclass(NotSupportedError, CepvecQueryError)
+
+
+# ======================================================================= bugs (strict xfail)
+@pytest.mark.xfail(strict=True, raises=CepvecQueryError, reason=(
+    "bug in parser.parse_and/parse_conjuncts: a chained comparison followed or preceded by AND stays one "
+    "nested BoolOp conjunct, so 'a.x < b.x < c.x AND a.y = 1' is rejected as 'never adjacent all at once' "
+    "while 'a.x < b.x < c.x' alone compiles to two edge predicates"))
+@pytest.mark.parametrize("where", [
+    "a.x < b.x < c.x AND a.y = 1",
+    "a.y = 1 AND a.x < b.x < c.x",
+])
+def test_bug_chained_comparison_next_to_and(where):
+    q = cepvec.compile(f"RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE {where}")
+    expected = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) "
+                              "WHERE a.x < b.x AND b.x < c.x AND a.y = 1")
+    assert q.edges.keys() == expected.edges.keys() == {(0, 1), (1, 2)}
+
+
+@pytest.mark.xfail(strict=True, raises=CepvecQueryError, reason=(
+    "same bug: the A-Seq seed query aseq_app2 fails as soon as another predicate is added with AND"))
+def test_bug_kindle_chain_with_another_predicate():
+    q = cepvec.compile("PATTERN SEQ(Kindle, KindleCase, Stylus) WHERE Kindle.userId = KindleCase.userId = "
+                       "Stylus.userId AND Kindle.price > 100 AGG COUNT WITHIN 1hour")
+    assert [e.attr for e in q.equivalences] == ["userId"]
+
+
+@pytest.mark.xfail(strict=True, raises=NotSupportedError, reason=(
+    "bug in query._Compiler.rewrite_equalities: transition coverage is checked per predicate instead of "
+    "over the union of equalities, so the chain x.id = y.id = z.id across the negated y is rejected while "
+    "the equivalent x.id = y.id AND x.id = z.id becomes [id]"))
+def test_bug_equality_chain_across_negation():
+    q = cepvec.compile("EVENT SEQ(SHELF-READING x, !(COUNTER-READING y), EXIT-READING z) "
+                       "WHERE x.id = y.id = z.id WITHIN 12 hours")
+    assert [(e.attr, e.occs) for e in q.equivalences] == [("id", None)] and not q.edges
+
+
+@pytest.mark.xfail(strict=True, raises=CepvecQueryError, reason=(
+    "same bug: a.id = c.id AND b.id = c.id makes every event share id, but a.id = c.id alone covers no "
+    "transition, so it is reported as 'never adjacent'"))
+def test_bug_equalities_implying_equivalence():
+    q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.id = c.id AND b.id = c.id")
+    assert [e.attr for e in q.equivalences] == ["id"] and not q.edges
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug in query._Compiler.normalize: a variable named like an event type is rejected only when the "
+    "type occurs before it; SEQ(B A, A) compiles and 'A' then names both the B event and the A event"))
+def test_bug_variable_named_like_a_later_type():
+    err = compile_error("RETURN COUNT(A) PATTERN SEQ(B A, A)")
+    assert err.message == ("variable 'A' has the name of an event type used in the pattern; "
+                           "choose another variable name")
+
+
+# ============================================================================ GRETA template
+class TestTemplate:
+    def test_kleene_of_seq(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN (SEQ(A+, B))+")
+        t = q.template
+        assert [o.label for o in q.occs] == ["A", "B"]
+        assert (t.states, t.start, t.end) == ((0, 1), 0, 1)
+        assert transitions(t) == {(0, 0, "+", ()), (0, 1, "SEQ", ()), (1, 0, "+", ())}
+        assert t.preds(0) == (0, 1) and t.preds(1) == (0,)
+        assert q.negations == () and q.is_kleene
+
+    def test_nested_negation_inside_kleene(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A+, NOT SEQ(C, NOT E, D), B)+")
+        assert [(o.name, o.negated, o.neg) for o in q.occs] == [
+            ("A", False, None), ("C", True, 0), ("E", True, 1), ("D", True, 0), ("B", False, None)]
+        t = q.template
+        assert (t.states, t.start, t.end) == ((0, 4), 0, 4)
+        assert transitions(t) == {(0, 0, "+", ()), (0, 4, "SEQ", (0,)), (4, 0, "+", ())}
+        outer, inner = q.negations
+        assert (outer.id, outer.prev, outer.next, outer.parent, outer.placement) == (0, 0, 4, None, "middle")
+        assert (outer.template.states, outer.template.start, outer.template.end) == ((1, 3), 1, 3)
+        assert transitions(outer.template) == {(1, 3, "SEQ", (1,))}
+        assert (inner.id, inner.prev, inner.next, inner.parent, inner.placement) == (1, 1, 3, 0, "middle")
+        assert (inner.template.states, transitions(inner.template)) == ((2,), set())
+
+    def test_repeated_types_figure_13(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A+, B, A, A+, B+)")
+        t = q.template
+        assert [o.types for o in q.occs] == [("A",), ("B",), ("A",), ("A",), ("B",)]
+        assert (t.states, t.start, t.end) == ((0, 1, 2, 3, 4), 0, 4)
+        assert transitions(t) == {
+            (0, 0, "+", ()), (3, 3, "+", ()), (4, 4, "+", ()),
+            (0, 1, "SEQ", ()), (1, 2, "SEQ", ()), (2, 3, "SEQ", ()), (3, 4, "SEQ", ())}
+        assert [t.preds(s) for s in t.states] == [(0,), (0,), (1,), (2, 3), (3, 4)]
+
+    def test_minimal_trend_length(self):
+        t = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, A, A+)").template
+        assert transitions(t) == {(0, 1, "SEQ", ()), (1, 2, "SEQ", ()), (2, 2, "+", ())}
+
+    def test_nested_seq_is_flattened(self):
+        flat = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, B, C, D)")
+        nested = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, SEQ(B, SEQ(C)), D)")
+        assert nested.template == flat.template and nested.root == flat.root
+
+
+class TestNegations:
+    def test_negated_end(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A+, NOT E)")
+        (n,) = q.negations
+        assert (n.prev, n.next, n.placement) == (0, None, "end")
+        assert transitions(q.template) == {(0, 0, "+", ())}
+
+    def test_negated_start(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(NOT E, A+)")
+        (n,) = q.negations
+        assert (n.prev, n.next, n.placement) == (None, 1, "start")
+        assert (q.template.start, q.template.end) == (1, 1)
+
+    def test_middle_negation_guards_the_transition(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(DELL, IPIX, !QQQ, AMAT)")
+        (n,) = q.negations
+        assert (n.prev, n.next, n.placement) == (1, 3, "middle")
+        assert transitions(q.template) == {(0, 1, "SEQ", ()), (1, 3, "SEQ", (0,))}
+
+    def test_adjacent_negations_merge_into_one_sequence(self):
+        merged = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, NOT C, NOT D, B)")
+        written = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, NOT SEQ(C, D), B)")
+        (n,) = merged.negations
+        assert (n.prev, n.next) == (0, 3)
+        assert transitions(n.template) == {(1, 2, "SEQ", ())} == transitions(written.negations[0].template)
+        assert transitions(merged.template) == {(0, 3, "SEQ", (0,))}
+
+    def test_negation_previous_and_following_in_kleene(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN (SEQ(A+, NOT C, B))+")
+        (n,) = q.negations
+        assert (n.prev, n.next) == (0, 2)
+        # only the SEQ transition A -> B is guarded; B -> A (+) is not
+        assert transitions(q.template) == {(0, 0, "+", ()), (0, 2, "SEQ", (0,)), (2, 0, "+", ())}
+
+
+# ==================================================================== predicate classification
+class TestPredicates:
+    Q1 = ("RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price "
+          "AND S.volume > 100 GROUP-BY sector WITHIN 10 minutes SLIDE 10 seconds")
+
+    def test_local_equivalence_edge(self):
+        q = cepvec.compile(self.Q1)
+        assert q.local == {0: (A.Cmp(">", A.Ref(None, "volume"), A.Num(100)),)}
+        assert q.equivalences == (Equivalence("company", None, "company"), Equivalence("sector", None, "sector"))
+        (edge,) = q.edges[(0, 0)]
+        assert edge.expr == A.Cmp(">", ref(PREV, "price"), ref(NEXT, "price"))
+        assert edge.text == "S.price > NEXT(S).price"
+        assert q.partition_by == ("sector", "company")
+
+    def test_bare_attribute_is_local_on_every_event_negated_too(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, NOT N n, C c) WHERE kind = 'x'")
+        cond = A.Cmp("=", A.Ref(None, "kind"), A.Str("x"))
+        assert q.local == {0: (cond,), 1: (cond,), 2: (cond,)}
+
+    def test_equivalence_with_a_constant_is_local_everywhere(self):
+        q = cepvec.compile("EVENT SEQ(MEDICINE-TAKEN x, MEDICINE-TAKEN y) WHERE [name='John'] "
+                           "^ (x.amount + y.amount) > 1000")
+        cond = A.Cmp("=", A.Ref(None, "name"), A.Str("John"))
+        assert q.local == {0: (cond,), 1: (cond,)}
+        assert list(q.edges) == [(0, 1)] and q.equivalences == ()
+
+    def test_qualified_equivalence(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(NOT Accident A, Position P+) WHERE [P.vehicle, segment]")
+        assert q.equivalences == (Equivalence("vehicle", frozenset({1}), "P.vehicle"),
+                                  Equivalence("segment", None, "segment"))
+        assert q.partition_by == ("segment",)
+        assert q.qualified_equivalences == (q.equivalences[0],)
+
+    def test_cross_variable_edge_in_both_directions(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN (SEQ(A, B))+ WHERE A.x < B.x")
+        assert q.edges[(0, 1)][0].expr == A.Cmp("<", ref(PREV, "x"), ref(NEXT, "x"))
+        assert q.edges[(1, 0)][0].expr == A.Cmp("<", ref(NEXT, "x"), ref(PREV, "x"))
+
+    def test_edge_predicate_inside_a_negation(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, NOT SEQ(C c, D d), B) WHERE c.x < d.x")
+        assert q.edges == {(1, 2): (q.edges[(1, 2)][0],)}
+        assert q.edges[(1, 2)][0].expr == A.Cmp("<", ref(PREV, "x"), ref(NEXT, "x"))
+
+    def test_sase_plus_array_references(self):
+        q = cepvec.compile("EVENT SEQ(Alert a, Shipment+ b[]) WHERE skip_till_any_match(a, b[]) "
+                           "{ a.kind = 'contaminated' and b[1].from = a.site and b[i].from = b[i-1].to } "
+                           "WITHIN 3 hours")
+        assert q.strategy == "skip-till-any-match"
+        assert q.local[0] == (A.Cmp("=", A.Ref(None, "kind"), A.Str("contaminated")),)
+        assert q.edges[(0, 1)][0].expr == A.Cmp("=", ref(NEXT, "from"), ref(PREV, "site"))
+        assert q.edges[(1, 1)][0].expr == A.Cmp("=", ref(NEXT, "from"), ref(PREV, "to"))
+
+    def test_last_element_against_the_following_variable(self):
+        q = cepvec.compile("EVENT SEQ(Stock+ a[], Stock b) WHERE [symbol] and b.volume < 80%*a[a.LEN].volume")
+        (edge,) = q.edges[(0, 1)]
+        assert edge.expr == A.Cmp("<", ref(NEXT, "volume"), A.Bin("*", A.Num(0.8), ref(PREV, "volume")))
+        assert edge.text == "b.volume < 80%*a[a.LEN].volume"
+
+    def test_equality_chain_becomes_equivalence(self):
+        q = cepvec.compile("PATTERN SEQ(Kindle, KindleCase, Stylus) "
+                           "WHERE Kindle.userId = KindleCase.userId = Stylus.userId AGG COUNT WITHIN 1hour")
+        assert q.equivalences == (Equivalence(
+            "userId", None, "Kindle.userId = KindleCase.userId AND KindleCase.userId = Stylus.userId"),)
+        assert q.edges == {} and q.partition_by == ("userId",)
+
+    def test_equalities_through_a_negated_variable_cover_every_event(self):
+        q = cepvec.compile("EVENT SEQ(SHELF-READING x, !(COUNTER-READING y), EXIT-READING z) "
+                           "WHERE x.id = y.id ∧ x.id = z.id WITHIN 12 hours")
+        assert q.equivalences == (Equivalence("id", None, "x.id = y.id AND x.id = z.id"),)
+        assert q.edges == {} and q.partition_by == ("id",)
+
+    def test_equality_not_touching_the_negation_covers_positive_events(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, NOT N n, C c) WHERE a.id = c.id")
+        assert q.equivalences == (Equivalence("id", frozenset({0, 2}), "a.id = c.id"),)
+        assert q.partition_by == ()
+
+    def test_next_equality_on_kleene_becomes_equivalence(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.id = NEXT(A).id")
+        assert q.equivalences == (Equivalence("id", None, "A.id = NEXT(A).id"),)
+
+    def test_equality_covering_some_transitions_stays_an_edge_predicate(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.id = b.id")
+        assert q.equivalences == () and list(q.edges) == [(0, 1)]
+        q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A+, B) WHERE A.id = NEXT(A).id")
+        assert q.equivalences == () and list(q.edges) == [(0, 0)]
+
+
+# ============================================================================ returns, window
+class TestReturnsAndWindow:
+    def test_labels_aliases_and_group_columns(self):
+        q = cepvec.compile("RETURN g AS grp, COUNT(A), SUM(A.x) AS s, avg( A . x ) PATTERN SEQ(A, B, A) "
+                           "GROUP-BY g WITHIN 5 s")
+        assert [(a.func, a.occs, a.attr, a.label) for a in q.aggs] == [
+            ("COUNT", (0, 2), None, "COUNT(A)"), ("SUM", (0, 2), "x", "s"), ("AVG", (0, 2), "x", "avg(A.x)")]
+        assert q.group_labels == ("grp",)
+        assert q.output_columns == ("grp", "COUNT(A)", "s", "avg(A.x)")
+        assert q.window == Window("within", A.Duration(5, "s"))
+
+    @pytest.mark.parametrize("text,label", [
+        ("EVENT A", "COUNT(*)"), ("PATTERN A", "COUNT(*)"), ("PATTERN A AGG COUNT", "COUNT"),
+        ("PATTERN A AGG COUNT AS n", "n"), ("EVENT A RETURN count(*)", "count(*)"),
+    ])
+    def test_default_and_aseq_count_labels(self, text, label):
+        (agg,) = cepvec.compile(text).aggs
+        assert agg.star and agg.label == label
+
+    @pytest.mark.parametrize("clause,kind,columns", [
+        ("", "none", ("COUNT(*)",)),
+        ("WITHIN 10 s", "within", ("COUNT(*)",)),
+        ("WITHIN 10 s EMIT CHANGES", "emit", ("time", "COUNT(*)")),
+        ("WITHIN 10 s SLIDE 2 s", "slide", ("window_start", "window_end", "COUNT(*)")),
+    ])
+    def test_window_kinds(self, clause, kind, columns):
+        q = cepvec.compile(f"RETURN COUNT(*) PATTERN SEQ(A, B) {clause}")
+        assert q.window.kind == kind and q.output_columns == columns
+
+    def test_emit_changes_time_column_is_the_input_time_column(self):
+        q = cepvec.compile("RETURN COUNT(*) PATTERN A WITHIN 1 min EMIT CHANGES", time_col="ts")
+        assert q.output_columns == ("ts", "COUNT(*)")
+
+
+# ================================================================================== explain
+class TestExplain:
+    def test_template_negations_predicates_window(self):
+        text = "RETURN COUNT(*) PATTERN SEQ(A+, NOT SEQ(C, NOT E, D), B)+ WHERE A.x < NEXT(A).x WITHIN 10 s SLIDE 3 s"
+        lines = cepvec.compile(text).explain().splitlines()
+        for line in [
+            f"query: {text}",
+            "GRETA template (positive pattern):",
+            "  states: [0] A, [4] B",
+            "  start: [0] A   end: [4] B   mid: -",
+            "  predecessors of [0] A: [0] A, [4] B",
+            "  transition +: [0] A -> [0] A; edge predicates: A.x < NEXT(A).x",
+            "  transition SEQ: [0] A -> [4] B  guarded by NOT #0",
+            "  transition +: [4] B -> [0] A",
+            "negative sub-patterns:",
+            "  NOT #0 (middle): previous [0] A; following [4] B",
+            "    states: [1] C, [3] D",
+            "    transition SEQ: [1] C -> [3] D  guarded by NOT #1",
+            "  NOT #1 (middle, nested in NOT #0): previous [1] C; following [3] D",
+            "    states: [2] E",
+            "predicates:",
+            "  edge [0] A -> [0] A: A.x < NEXT(A).x",
+            "window: WITHIN 10 s SLIDE 3 s (windows [k*s, k*s + w), k >= 0)",
+            "event selection: skip-till-any-match",
+            "aggregates: COUNT(*)",
+            "output columns: window_start, window_end, COUNT(*)",
+        ]:
+            assert line in lines, line
+        assert any(line.startswith("engine (auto): ") for line in lines)
+
+    def test_predicate_classes_and_grouping(self):
+        text = ("RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price "
+                "AND S.volume > 100 GROUP-BY sector")
+        lines = cepvec.compile(text).explain().splitlines()
+        for line in [
+            "  local on [0] S: (volume > 100)",
+            "  equivalence on company (all events): company",
+            "  equivalence on sector (all events): sector",
+            "  edge [0] S -> [0] S: S.price > NEXT(S).price",
+            "window: none (all matches in the input, one row per group)",
+            "group by: sector; partition by: sector, company",
+            "output columns: sector, COUNT(*)",
+        ]:
+            assert line in lines, line
+
+    def test_negated_start_end_and_emit(self):
+        lines = cepvec.compile("PATTERN SEQ(NOT E, A+, NOT F) WHERE [id] AGG COUNT WITHIN 1 min EMIT CHANGES"
+                               ).explain().splitlines()
+        for line in [
+            "  NOT #0 (start): previous - (negated start); following [1] A",
+            "  NOT #1 (end): previous [1] A; following - (negated end)",
+            "  equivalence on id (all events): id",
+            "window: WITHIN 1 min EMIT CHANGES (one row per group and END-event time t, over matches in (t - w, t])",
+            "output columns: time, COUNT",
+        ]:
+            assert line in lines, line
+
+    def test_no_predicates_and_bare_duration(self):
+        lines = cepvec.compile("EVENT SEQ(E1, E2) WITHIN 10000").explain().splitlines()
+        assert "  none" in lines
+        assert "window: WITHIN 10000 (time column unit) (last.time - first.time < w; one row per group)" in lines
+        assert "group by: -; partition by: -" in lines
+
+
+# ============================================================================ docs catalogue
+def _doc_examples() -> list[tuple[str, str]]:
+    """(query, expected output) pairs from the error catalogue in docs/language.md."""
+    text = DOCS.read_text()
+    blocks = re.findall(r"```text\n(>>> .*?)```", text, flags=re.S)
+    out = []
+    for block in blocks:
+        lines = block.rstrip("\n").split("\n")
+        query = []
+        while lines and (lines[0].startswith(">>> ") or lines[0].startswith("... ")):
+            query.append(lines.pop(0)[4:])
+        out.append(("\n".join(query), "\n".join(lines)))
+    return out
+
+
+def _actual(query: str) -> str:
+    try:
+        cepvec.compile(query)
+    except (cepvec.CepvecError, TypeError) as e:
+        return f"{type(e).__name__}: {e}"
+    return "(compiles)"
+
+
+def test_docs_error_catalogue_matches_the_code():
+    examples = _doc_examples()
+    assert len(examples) >= 60, "the error catalogue in docs/language.md is missing"
+    for query, expected in examples:
+        actual = _actual(query)
+        assert [x.rstrip() for x in actual.split("\n")] == [x.rstrip() for x in expected.split("\n")], query

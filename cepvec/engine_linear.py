@@ -337,29 +337,42 @@ class LinearStream:
         return pl.DataFrame(data)
 
 
+class LinearRun:
+    """One query over one time-ordered stream: one or two :class:`LinearStream` (exact + float)."""
+
+    def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
+        from .plan_linear import build
+
+        self.q = q
+        self.plan = build(q)
+        self.numeric = numeric
+        self.float_comps = [j for j, c in enumerate(self.plan.components)
+                            if c.kind == "sum" and not schema[c.attr].is_integer()]
+        exact = numeric == "int64"
+        # with float sums and exact counts, run twice: int64 for counts (float sums zeroed), float64 for sums
+        kinds = [True, False] if (exact and self.float_comps) else [exact]
+        key_schema = {c: schema[c] for c in q.partition_by}
+        self.streams = [LinearStream(self.plan, int_state=k, w=w, s=s, key_schema=key_schema,
+                                     zero_components=tuple(self.float_comps) if (k and not (len(kinds) == 1)) else ())
+                        for k in kinds]
+
+    def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        for st in self.streams:
+            st.push(df, times)
+
+    def finish(self, prep: Prepared) -> pl.DataFrame:
+        from .engines import build_output_frame
+
+        for st in self.streams:
+            st.finish()
+        return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric, self.float_comps)
+
+
 def run_linear(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` with the linear-map kernels (``batches``: cut points, for tests)."""
-    from .engines import build_output_frame
-    from .plan_linear import build
-
-    plan = build(q)
-    schema = prep.df.schema
-    float_comps = [j for j, c in enumerate(plan.components)
-                   if c.kind == "sum" and not schema[c.attr].is_integer()]
-    runs = []
-    int_state = numeric == "int64" and not float_comps
-    kinds = [int_state] if (numeric == "float64" or not float_comps) else [True, False]
-    key_schema = {c: schema[c] for c in q.partition_by}
+    run = LinearRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
     times = prep.times.to_numpy()
     cuts = [0] + sorted(set(batches or [])) + [len(prep.df)]
-    for is_int in kinds:
-        # with float sums and exact counts, run twice: int64 for counts (float sums zeroed), float64 for sums
-        zero = tuple(float_comps) if (is_int and numeric == "int64") else ()
-        st = LinearStream(plan, int_state=is_int and numeric == "int64", w=prep.w, s=prep.s,
-                          key_schema=key_schema, zero_components=zero)
-        for a, b in zip(cuts, cuts[1:]):
-            if b > a or a == 0:
-                st.push(prep.df[a:b], times[a:b])
-        st.finish()
-        runs.append(st)
-    return build_output_frame(q, prep, plan, runs, numeric, float_comps)
+    for a, b in zip(cuts, cuts[1:]):
+        run.push(prep.df[a:b], times[a:b])
+    return run.finish(prep)

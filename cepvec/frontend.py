@@ -69,8 +69,9 @@ def duration_to_units(d, unit: str, what: str) -> int:
     return int(n)
 
 
-def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool = True) -> Prepared:
-    """Validate ``events`` for ``q`` and sort them by time (stable)."""
+def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool = True,
+            sort: bool = True) -> Prepared:
+    """Validate ``events`` for ``q`` and sort them by time (stable; ``sort=False``: leave the order)."""
     df = to_polars(events)
     cols = df.columns
     for role, col in (("type", q.type_col), ("time", q.time_col)):
@@ -124,7 +125,7 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
             f"time column '{q.time_col}' has {nulls} null value(s) (first at row {first}); every event "
             "needs an occurrence time. Drop or fill those rows")
     times = times.rename("__time")
-    if len(times) > 1 and not times.is_sorted():
+    if sort and len(times) > 1 and not times.is_sorted():
         # Documented: local runs sort by time (stable). Equal times never combine in one match,
         # so the order among ties cannot change a result.
         import numpy as np

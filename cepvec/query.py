@@ -309,7 +309,7 @@ class _Compiler:
     # ---------------------------------------------------------------- driver
     def run(self) -> Query:
         t = self.tree
-        root = self.normalize_top(t.pattern)
+        root = self.renumber_negations(self.normalize_top(t.pattern))
         self.normalized_root = root
         template = build_template(root)
         negations = self.build_negations(root)
@@ -360,7 +360,10 @@ class _Compiler:
                 raise self.err(CepvecQueryError,
                                "Kleene plus over a negation, (NOT P)+, means the same as NOT P; "
                                "write NOT P inside SEQ(...)", p.span)
-            return Kleene(self.normalize(p.body, neg))
+            body = self.normalize(p.body, neg)
+            # (P+)+ has exactly the matches of P+; keeping both would count each match once per
+            # way of splitting it into iterations
+            return body if isinstance(body, Kleene) else Kleene(body)
         if isinstance(p, A.PNot):
             if isinstance(p.body, A.PNot):
                 raise self.err(CepvecQueryError, "double negation NOT NOT P is not allowed; write P", p.span)
@@ -444,15 +447,27 @@ class _Compiler:
                 walk(node.body, parent)
 
         walk(root, None)
-        # renumber densely in order of appearance
-        ids = sorted(out)
-        remap = {old: new for new, old in enumerate(ids)}
-        if ids != list(range(len(ids))):
-            self.occs = [Occ(o.id, o.name, o.types, o.negated, remap.get(o.neg) if o.neg is not None else None,
-                             o.explicit) for o in self.occs]
-            return [Negation(remap[n.id], _renumber(n.node, remap), n.template, n.prev, n.next,
-                             remap[n.parent] if n.parent is not None else None) for n in (out[i] for i in ids)]
-        return [out[i] for i in ids]
+        return [out[i] for i in sorted(out)]
+
+    def renumber_negations(self, root: Node) -> Node:
+        """Number negations 0..k-1 in order of appearance (merging adjacent NOTs leaves gaps)
+        and point every occurrence at its innermost negation, before anything refers to them."""
+        counter = [0]
+
+        def walk(node: Node, neg: int | None) -> Node:
+            if isinstance(node, Leaf):
+                o = self.occs[node.occ]
+                self.occs[node.occ] = Occ(o.id, o.name, o.types, neg is not None, neg, o.explicit)
+                return node
+            if isinstance(node, Kleene):
+                return Kleene(walk(node.body, neg))
+            if isinstance(node, Seq):
+                return Seq(tuple(walk(i, neg) for i in node.items))
+            nid = counter[0]
+            counter[0] += 1
+            return Neg(nid, walk(node.body, nid))
+
+        return walk(root, None)
 
     def name_table(self) -> dict[str, tuple[int, ...]]:
         names: dict[str, list[int]] = {}
@@ -810,16 +825,6 @@ def _leaves(node: Node):
             yield from _leaves(i)
     elif isinstance(node, Neg):
         yield from _leaves(node.body)
-
-
-def _renumber(node: Node, remap: dict[int, int]) -> Node:
-    if isinstance(node, Kleene):
-        return Kleene(_renumber(node.body, remap))
-    if isinstance(node, Seq):
-        return Seq(tuple(_renumber(i, remap) for i in node.items))
-    if isinstance(node, Neg):
-        return Neg(remap[node.id], _renumber(node.body, remap))
-    return node
 
 
 # ------------------------------------------------------------------- template

@@ -1,0 +1,230 @@
+"""``cepvec.kernel(query)``: a picklable function from Arrow batches to Arrow batches.
+
+Made for ``df.mapInArrow(k, k.schema)`` (PySpark), but needs only pyarrow:
+it receives an iterator of ``pyarrow.RecordBatch`` and yields batches of one
+fixed output schema.
+
+Input contract (per call, i.e. per Spark partition):
+
+* rows are ordered by (GROUP-BY attributes, time): each GROUP-BY value is one
+  contiguous run, time-ordered inside (equivalence partitions inside a run
+  may interleave; the kernel separates them);
+* all rows of a GROUP-BY value are in the same call (repartition by the
+  GROUP-BY attributes; without GROUP-BY the whole input is one run).
+
+A run may span batches and a batch may hold many runs; state is carried
+across batches and each run is flushed when the next one starts or the input
+ends. Unordered input raises :class:`CepvecDataError` naming the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from .errors import CepvecDataError, CepvecTypeError
+from .frontend import Prepared, duration_to_units, output_schema, prepare
+from .query import Query
+
+_SPARK_DDL = {
+    pl.Int64: "BIGINT", pl.Int32: "INT", pl.Int16: "SMALLINT", pl.Int8: "TINYINT",
+    pl.Float64: "DOUBLE", pl.Float32: "FLOAT", pl.String: "STRING", pl.Boolean: "BOOLEAN",
+    pl.Date: "DATE",
+}
+
+
+def _spark_type(dt) -> str:
+    if isinstance(dt, pl.Datetime):
+        return "TIMESTAMP"
+    for k, v in _SPARK_DDL.items():
+        if dt == k:
+            return v
+    raise CepvecTypeError(f"output column type {dt} has no Spark SQL equivalent; cast the input column")
+
+
+def _arrow_type(dt) -> pa.DataType:
+    if isinstance(dt, pl.Datetime):
+        # Spark hands timestamps to Python as microseconds in the session time zone and reads
+        # them back as UTC instants; the instant is what matters.
+        return pa.timestamp("us", tz="UTC")
+    return pl.Series([], dtype=dt).to_arrow().type
+
+
+@dataclass
+class Kernel:
+    """Callable for ``mapInArrow``; build it with :func:`cepvec.kernel`."""
+
+    query_text: str
+    type_col: str
+    time_col: str
+    time_unit: str | None
+    numeric: str
+    engine: str
+    input_schema: dict  # column -> polars dtype (only the columns the query reads)
+
+    @property
+    def query(self) -> Query:
+        from .api import compile
+
+        return compile(self.query_text, type_col=self.type_col, time_col=self.time_col)
+
+    @property
+    def output_polars_schema(self) -> dict:
+        q = self.query
+        return output_schema(q, self.input_schema, self.input_schema[q.time_col], self.numeric)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([(n, _arrow_type(dt)) for n, dt in self.output_polars_schema.items()])
+
+    @property
+    def schema(self) -> str:
+        """Spark DDL of the output, e.g. ``"`sector` BIGINT, `COUNT(*)` BIGINT"``."""
+        return ", ".join(f"`{n.replace('`', '``')}` {_spark_type(dt)}"
+                         for n, dt in self.output_polars_schema.items())
+
+    def __call__(self, batches):
+        """``Iterator[pyarrow.RecordBatch] -> Iterator[pyarrow.RecordBatch]``."""
+        return process_batches(batches, self)
+
+
+def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "time",
+                time_unit: str | None = None, numeric: str = "int64", engine: str = "auto") -> Kernel:
+    """See :func:`cepvec.kernel`."""
+    from .api import compile
+    from .engines import resolve_engine
+
+    q = query if isinstance(query, Query) else compile(query, type_col=type_col, time_col=time_col)
+    resolve_engine(q, engine)  # fail early for an engine that cannot run the query
+    cols = {q.type_col, q.time_col, *q.attributes}
+    if schema is None:
+        # no input schema: time is an integer, group values are strings, sums are doubles
+        types = {c: pl.String for c in cols}
+        types[q.time_col] = pl.Int64
+        for a in q.aggs:
+            if a.attr:
+                types[a.attr] = pl.Float64
+    else:
+        types = _polars_types(schema)
+        missing = [c for c in cols if c not in types]
+        if missing:
+            raise CepvecTypeError(
+                f"the input schema has no column {missing[0]!r} that the query reads; columns are: "
+                f"{', '.join(types)}")
+        types = {c: types[c] for c in cols}
+    return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types)
+
+
+def _polars_types(schema) -> dict:
+    """Column types from a Spark StructType, a pyarrow Schema or a {name: polars dtype} dict."""
+    if isinstance(schema, dict):
+        return dict(schema)
+    if isinstance(schema, pa.Schema):
+        return dict(pl.DataFrame(schema.empty_table()).schema)
+    if type(schema).__module__.startswith("pyspark"):
+        from .spark_adapter.types import spark_to_arrow_schema
+
+        return dict(pl.DataFrame(spark_to_arrow_schema(schema).empty_table()).schema)
+    raise CepvecTypeError(
+        f"schema must be a Spark StructType, a pyarrow Schema or a dict; found {type(schema).__name__}")
+
+
+def process_batches(batches, k: Kernel):
+    """The body of the mapInArrow function (module level, testable without Spark)."""
+    from .engine_linear import LinearRun
+    from .engines import resolve_engine, run_reference
+
+    q = k.query
+    engine = resolve_engine(q, k.engine)
+    out_schema = k.arrow_schema
+    group = list(q.group_by)
+    seen_groups: set = set()
+    cur_key = None
+    cur = None  # LinearRun or list of frames (reference)
+    cur_prep: Prepared | None = None
+    last_time = None
+
+    def flush():
+        nonlocal cur, cur_prep
+        if cur is None:
+            return None
+        if engine == "reference":
+            df = pl.concat(cur, how="vertical_relaxed")
+            prep = prepare(q, df, time_unit=k.time_unit, check_types=False)
+            res = run_reference(q, prep, numeric=k.numeric)
+        else:
+            res = cur.finish(cur_prep)
+        cur = None
+        if not len(res):
+            return None
+        return _to_arrow(res, out_schema)
+
+    n_seen = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        df = pl.from_arrow(batch)
+        if not isinstance(df, pl.DataFrame):
+            df = df.to_frame()
+        df = df.cast({c: dt for c, dt in k.input_schema.items() if c in df.columns and df.schema[c] != dt
+                      and not isinstance(dt, pl.Datetime)}, strict=False)
+        prep = prepare(q, df, time_unit=k.time_unit, check_types=False, sort=False)
+        times = prep.times.to_numpy()
+        if group:
+            run_id = df.select(pl.struct(group).rle_id()).to_series().to_numpy()
+            starts = np.flatnonzero(np.diff(run_id, prepend=-1))
+        else:
+            starts = np.array([0])
+        bounds = list(starts) + [len(df)]
+        for a, b in zip(bounds, bounds[1:]):
+            key = tuple(df.row(a, named=True)[g] for g in group) if group else ()
+            key = tuple(("NaN",) if isinstance(v, float) and v != v else v for v in key)
+            if cur is None or key != cur_key:
+                if cur is not None:
+                    out = flush()
+                    if out is not None:
+                        yield out
+                if key in seen_groups:
+                    raise CepvecDataError(
+                        f"input is not ordered by the GROUP-BY attributes: group {dict(zip(group, key))} "
+                        f"appears again at row {n_seen + a} after other groups; sort each partition by "
+                        f"({', '.join(group + [q.time_col])}) and repartition by ({', '.join(group)})")
+                seen_groups.add(key)
+                cur_key = key
+                last_time = None
+                cur = [] if engine == "reference" else LinearRun(
+                    q, k.input_schema, w=prep.w, s=prep.s, numeric=k.numeric)
+                cur_prep = Prepared(df.head(0), prep.times.head(0), prep.unit, prep.time_dtype, prep.w, prep.s)
+            seg_t = times[a:b]
+            if len(seg_t) and ((last_time is not None and seg_t[0] < last_time) or np.any(np.diff(seg_t) < 0)):
+                bad = a + (int(np.argmax(np.diff(seg_t) < 0)) + 1 if np.any(np.diff(seg_t) < 0) else 0)
+                raise CepvecDataError(
+                    f"input is not ordered by time within group {dict(zip(group, key)) or '(all)'}: row "
+                    f"{n_seen + bad} goes back in time; sort each partition by "
+                    f"({', '.join(group + [q.time_col])})")
+            last_time = int(seg_t[-1]) if len(seg_t) else last_time
+            if engine == "reference":
+                cur.append(df[a:b])
+            else:
+                cur.push(prep.df[a:b], seg_t)
+        n_seen += len(df)
+    out = flush()
+    if out is not None:
+        yield out
+
+
+def _to_arrow(res: pl.DataFrame, schema: pa.Schema) -> pa.RecordBatch:
+    cols = []
+    for f in schema:
+        s = res[f.name]
+        if isinstance(s.dtype, pl.Datetime):
+            s = s.dt.convert_time_zone("UTC") if s.dtype.time_zone else s.dt.replace_time_zone("UTC")
+            s = s.dt.cast_time_unit("us")
+        cols.append(s.to_arrow().cast(f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+__all__ = ["Kernel", "make_kernel", "process_batches", "duration_to_units"]

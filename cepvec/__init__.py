@@ -5,12 +5,13 @@ Public API
 compile(text) -> Query            parse and compile a query
 run(query, events) -> DataFrame   evaluate it over a Polars / Arrow / pandas table
 matches(query, events)            the matches themselves (reference engine)
+kernel(query, schema)             a function for Spark's df.mapInArrow
 
 See ``docs/language.md`` for the query language and ``docs/semantics.md``
 for what a query means.
 """
 
-from .api import compile, matches, run
+from .api import compile, kernel, matches, run
 from .errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
                      CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
                      NotSupportedError, UnsupportedByEngine)
@@ -19,7 +20,7 @@ from .query import Query
 __version__ = "0.1.0"
 
 __all__ = [
-    "compile", "run", "matches", "Query",
+    "compile", "run", "matches", "kernel", "Query",
     "CepvecError", "CepvecSyntaxError", "CepvecQueryError", "NotSupportedError",
     "CepvecPlanError", "CepvecTypeError", "CepvecDataError", "CepvecOverflowError",
     "UnsupportedByEngine", "CepvecWarning",

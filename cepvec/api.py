@@ -207,4 +207,44 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     return pl.concat([left, right], how="horizontal")
 
 
-__all__ = ["compile", "run", "matches"]
+def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time",
+           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto"):
+    """A picklable function for ``df.mapInArrow(k, k.schema)``.
+
+    Parameters
+    ----------
+    query : str or Query
+    schema : pyspark StructType, pyarrow.Schema or dict, optional
+        The input's schema (``df.schema``). With it the output keeps the
+        input's types (group values, integer sums, timestamps); without it,
+        group values are strings, times integers and sums doubles.
+    type_col, time_col, time_unit, numeric, engine
+        As in :func:`compile` and :func:`run`.
+
+    Returns
+    -------
+    Kernel
+        ``k(batches)`` maps an iterator of ``pyarrow.RecordBatch`` to
+        result batches of exactly ``k.arrow_schema``; ``k.schema`` is the
+        Spark DDL string of the output.
+
+    Notes
+    -----
+    Each call (Spark partition) must hold every event of its GROUP-BY values,
+    ordered by (GROUP-BY attributes, time): ``df.repartition(*group)
+    .sortWithinPartitions(*group, time)``. Unordered input raises
+    :class:`CepvecDataError`. See ``docs/spark.md``.
+
+    Examples
+    --------
+    >>> k = kernel("RETURN COUNT(*) PATTERN SEQ(A, B)")
+    >>> k.schema
+    '`COUNT(*)` BIGINT'
+    """
+    from .arrow_kernel import make_kernel
+
+    return make_kernel(query, schema=schema, type_col=type_col, time_col=time_col,
+                       time_unit=time_unit, numeric=numeric, engine=engine)
+
+
+__all__ = ["compile", "run", "matches", "kernel"]

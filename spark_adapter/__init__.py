@@ -1,4 +1,12 @@
 """Spark adapter of cepvec (installed as ``cepvec.spark_adapter``).
 
 Imports flow one way: ``cepvec.spark_adapter`` -> ``cepvec`` -> ``cepvec.kernels``.
+The adapter only partitions, sorts and calls :func:`cepvec.kernel` through
+``mapInArrow``; it never re-implements semantics. See ``docs/spark.md``.
 """
+
+from __future__ import annotations
+
+from .run import partition_plan, run_spark
+
+__all__ = ["run_spark", "partition_plan"]

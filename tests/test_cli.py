@@ -188,10 +188,19 @@ def test_demo_tiny(capsys, engine):
     assert out.count("(demo window; the paper uses ") == 2
     assert "PATTERN SEQ(Laptop, Case, Adapter) WHERE [customer] GROUP BY customer" in out
     assert "\ntotal elapsed: " in out
+    engines = [line.split()[1] for line in out.splitlines() if line.startswith("engine:  ")]
+    compiled = [e for e in engines if e != "reference"]
     if engine == "reference":
-        assert out.count("\nengine:  reference\n") == 4
-    assert [line[:5] for line in err.splitlines()] == [
-        f"[{i}/4]" for i in (1, 1, 2, 2, 3, 3, 4, 4)]
+        assert engines == ["reference"] * 4
+    assert out.count("\nwarm-up: ") == len(compiled)
+    # stderr: per step a "generating" and a "running" line, plus a "compiling" line for
+    # a Numba engine.
+    steps = [line[:5] for line in err.splitlines()]
+    assert steps == sorted(steps)
+    assert [steps.count(f"[{i}/4]") for i in range(1, 5)] == [
+        2 + (e != "reference") for e in engines]
+    assert err.count(" generating 60 events: ") == 4
+    assert err.count(" running ") == 4
 
 
 def test_demo_tables_are_truncated(capsys):

@@ -46,7 +46,9 @@ def _encode_columns(plan: LinearPlan, df: pl.DataFrame, int_state: bool, zero_co
         elif c.kind == "count":
             weights.append(pl.lit(1, dtype=wdt).alias(f"__w{j}"))
         elif c.kind == "nonnull":
-            weights.append(pl.col(c.attr).is_not_null().cast(wdt).alias(f"__w{j}"))
+            x = pl.col(c.attr)  # NaN reads as null, as in the reference engine
+            valid = x.is_not_null() & x.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()
+            weights.append(valid.cast(wdt).alias(f"__w{j}"))
         else:
             x = pl.col(c.attr)
             if not int_state:

@@ -36,7 +36,31 @@ KEYWORDS = {
     "RETURN", "PATTERN", "EVENT", "WHERE", "GROUP-BY", "GROUP", "BY", "WITHIN",
     "SLIDE", "EMIT", "CHANGES", "AGG", "AND", "OR", "NOT", "SEQ", "ANY", "AS", "NEXT",
 }
+# The clauses of each form, in the order they must be written.
+CLAUSE_ORDER = {
+    "greta": ("RETURN", "PATTERN", "WHERE", "GROUP-BY", "WITHIN", "SLIDE", "EMIT"),
+    "sase": ("EVENT", "WHERE", "GROUP-BY", "WITHIN", "SLIDE", "EMIT", "RETURN"),
+    "aseq": ("PATTERN", "WHERE", "GROUP-BY", "AGG", "WITHIN", "SLIDE", "EMIT"),
+}
+
+
+def _clause_name(form: str, key: str) -> str:
+    """How a clause is written in a form (A-Seq spells GROUP BY)."""
+    if key == "EMIT":
+        return "EMIT CHANGES"
+    if key == "GROUP-BY" and form == "aseq":
+        return "GROUP BY"
+    return key
+
+
 _CLAUSE_STARTS = {"RETURN", "PATTERN", "WHERE", "GROUP-BY", "GROUP", "WITHIN", "SLIDE", "EMIT", "AGG"}
+
+
+def _flatten_and(e: A.Expr) -> list[A.Expr]:
+    """The operands of nested ANDs, at any depth, in order (``e`` itself if it is no AND)."""
+    if isinstance(e, A.BoolOp) and e.op == "AND":
+        return [x for it in e.items for x in _flatten_and(it)]
+    return [e]
 
 
 def parse(source: str) -> A.QueryAst:
@@ -57,6 +81,7 @@ class _Parser:
         self.source = source
         self.toks = tokenize(source)
         self.i = 0
+        self.seen: list[str] = []  # clauses read so far, in order (keys of CLAUSE_ORDER)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -120,27 +145,68 @@ class _Parser:
         else:
             raise self.error("RETURN, PATTERN or EVENT at the start of a query")
         if self.tok.kind is not T.EOF:
-            raise self.error(self._what_next(q))
+            raise self._trailing_error(q.form)
         return q
 
-    @staticmethod
-    def _what_next(q: A.QueryAst) -> str:
-        if q.form == "greta":
-            return "WHERE, GROUP-BY, WITHIN, SLIDE, EMIT CHANGES or the end of the query"
-        if q.form == "sase":
-            return "WHERE, WITHIN, RETURN or the end of the query"
-        return "WHERE, GROUP BY, AGG, WITHIN, EMIT CHANGES or the end of the query"
+    def _clause_at(self) -> str | None:
+        """The clause keyword at the current token, as a key of ``CLAUSE_ORDER`` (None: not a clause)."""
+        t = self.tok
+        if t.kind is not T.IDENT:
+            return None
+        word = t.text.upper()
+        if word in ("RETURN", "PATTERN", "EVENT", "WHERE", "AGG", "WITHIN", "SLIDE", "EMIT", "GROUP-BY"):
+            return word
+        if word == "GROUP" and self.is_kw("BY", self.peek()):
+            return "GROUP-BY"
+        return None
+
+    def _trailing_error(self, form: str) -> CepvecSyntaxError:
+        """Text left after the last clause: a clause out of order, a repeated one, or stray text."""
+        order = CLAUSE_ORDER[form]
+        names = [_clause_name(form, k) for k in order]
+        sequence = ", ".join(names)
+        key = self._clause_at()
+        tok = self.tok
+        end = self.peek().end if key == "GROUP-BY" and self.is_kw("GROUP") else tok.end
+        if key in order:
+            here = _clause_name(form, key)
+            if key in self.seen:
+                return CepvecSyntaxError(
+                    f"{here} appears twice: each clause is written once; clauses go in the order {sequence}",
+                    source=self.source, start=tok.start, end=end)
+            later = [k for k in self.seen if order.index(k) > order.index(key)]
+            if later:
+                return CepvecSyntaxError(
+                    f"{here} must come before {_clause_name(form, later[0])}: clauses go in the order "
+                    f"{sequence}", source=self.source, start=tok.start, end=end)
+        return self.error(self._what_next(form))
+
+    def _what_next(self, form: str) -> str:
+        """What may still follow the clauses read so far (never a clause that must come earlier)."""
+        order = CLAUSE_ORDER[form]
+        last = self.seen[-1] if self.seen else order[0]
+        options = ["AND"] if last == "WHERE" else []
+        for k in order[order.index(last) + 1:]:
+            if k == "SLIDE" and last != "WITHIN":
+                continue  # SLIDE only right after WITHIN
+            options.append(_clause_name(form, k))
+        options.append("the end of the query")
+        if len(options) == 1:
+            return options[0]
+        return ", ".join(options[:-1]) + " or " + options[-1]
 
     def _common_tail(self, allow_agg: bool) -> dict:
         out: dict = {"where": (), "strategy": None, "group_by": (), "aggs": None,
                      "within": None, "slide": None, "emit": False}
         if self.is_kw("WHERE"):
             self.advance()
+            self.seen.append("WHERE")
             out["where"], out["strategy"] = self.parse_where()
         if self.is_kw("GROUP-BY") or (self.is_kw("GROUP") and self.is_kw("BY", self.peek())):
             if self.is_kw("GROUP"):
                 self.advance()
             self.advance()
+            self.seen.append("GROUP-BY")
             attrs = [self.parse_attr_name("a grouping attribute after GROUP-BY")]
             while self.is_op(","):
                 self.advance()
@@ -148,12 +214,15 @@ class _Parser:
             out["group_by"] = tuple(attrs)
         if allow_agg and self.is_kw("AGG"):
             self.advance()
+            self.seen.append("AGG")
             out["aggs"] = self.parse_return_items(agg_clause=True)
         if self.is_kw("WITHIN"):
             self.advance()
+            self.seen.append("WITHIN")
             out["within"] = self.parse_duration("WITHIN")
             if self.is_kw("SLIDE"):
                 self.advance()
+                self.seen.append("SLIDE")
                 out["slide"] = self.parse_duration("SLIDE")
         elif self.is_kw("SLIDE"):
             raise CepvecSyntaxError(
@@ -162,13 +231,16 @@ class _Parser:
         if self.is_kw("EMIT"):
             self.advance()
             self.expect_kw("CHANGES")
+            self.seen.append("EMIT")
             out["emit"] = True
         return out
 
     def parse_greta(self) -> A.QueryAst:
         self.expect_kw("RETURN")
+        self.seen.append("RETURN")
         returns = self.parse_return_items()
         self.expect_kw("PATTERN")
+        self.seen.append("PATTERN")
         pattern = self.parse_top_pattern()
         tail = self._common_tail(allow_agg=False)
         return A.QueryAst("greta", returns, pattern, tail["where"], tail["strategy"],
@@ -177,11 +249,13 @@ class _Parser:
 
     def parse_sase(self) -> A.QueryAst:
         self.expect_kw("EVENT")
+        self.seen.append("EVENT")
         pattern = self.parse_top_pattern()
         tail = self._common_tail(allow_agg=False)
         returns: tuple = ()
         if self.is_kw("RETURN"):
             self.advance()
+            self.seen.append("RETURN")
             returns = self.parse_return_items()
         return A.QueryAst("sase", returns, pattern, tail["where"], tail["strategy"],
                           tail["group_by"], tail["within"], tail["slide"], tail["emit"],
@@ -189,6 +263,7 @@ class _Parser:
 
     def parse_aseq(self) -> A.QueryAst:
         self.expect_kw("PATTERN")
+        self.seen.append("PATTERN")
         pattern = self.parse_top_pattern()
         tail = self._common_tail(allow_agg=True)
         return A.QueryAst("aseq", tail["aggs"] or (), pattern, tail["where"], tail["strategy"],
@@ -302,11 +377,8 @@ class _Parser:
     def parse_conjuncts(self) -> tuple:
         items: list = []
         while True:
-            e = self.parse_expr()
-            if isinstance(e, A.BoolOp) and e.op == "AND":
-                items.extend(e.items)
-            else:
-                items.append(e)
+            # a chain a < b < c is an AND of comparisons: every conjunct stands alone
+            items.extend(_flatten_and(self.parse_expr()))
             if self.is_and():
                 self.advance()
                 continue
@@ -334,7 +406,9 @@ class _Parser:
             items.append(self.parse_not())
         if len(items) == 1:
             return items[0]
-        return A.BoolOp("AND", tuple(items), span=(start, self.toks[self.i - 1].end))
+        # AND is associative: a chain (a < b < c AND d) joins its comparisons to the others
+        flat = tuple(x for it in items for x in _flatten_and(it))
+        return A.BoolOp("AND", flat, span=(start, self.toks[self.i - 1].end))
 
     def parse_not(self) -> A.Expr:
         if self.is_kw("NOT") or (self.is_op("!") and not self.is_op("=", self.peek())):

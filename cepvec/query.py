@@ -296,6 +296,7 @@ class _Compiler:
         self.time_col = time_col
         self.occs: list[Occ] = []
         self.neg_nodes: list[tuple[Node, int | None]] = []  # (body, parent)
+        self.neg_spans: dict[int, tuple[int, int]] = {}  # negation id -> span of its NOT in the text
         self.errors: list[CepvecQueryError] = []
 
     def err(self, cls, message: str, span=None) -> CepvecQueryError:
@@ -333,6 +334,7 @@ class _Compiler:
             raise self.err(CepvecQueryError,
                            "NOT cannot be the whole pattern: negation is only allowed inside SEQ(...), "
                            "between, before or after positive parts, e.g. SEQ(A, NOT C, B)", p.span)
+        self.pattern_types = _pattern_types(p)  # every event type, wherever it occurs
         node = self.normalize(p, neg=None, top=True)
         self.check_neg_positions(node, top=True)
         return node
@@ -348,10 +350,13 @@ class _Compiler:
                     raise self.err(CepvecQueryError,
                                    f"variable '{name}' is declared twice in the pattern; give each "
                                    "occurrence its own name, e.g. SEQ(A a1, B, A a2)", p.span)
-                if explicit and not o.explicit and o.name == name:
-                    raise self.err(CepvecQueryError,
-                                   f"variable '{name}' has the name of an event type used in the "
-                                   "pattern; choose another variable name", p.span)
+            # a variable may not share its name with an event type of the pattern, wherever that
+            # type occurs (before or after it); only ``A A``, naming the sole A by its type, is harmless
+            if explicit and name in self.pattern_types and (
+                    name not in p.types or self.pattern_types[name] > 1):
+                raise self.err(CepvecQueryError,
+                               f"variable '{name}' has the name of an event type used in the "
+                               "pattern; choose another variable name", p.span)
             occ = Occ(len(self.occs), name, p.types, neg is not None, neg, explicit)
             self.occs.append(occ)
             return Leaf(occ.id)
@@ -369,6 +374,7 @@ class _Compiler:
                 raise self.err(CepvecQueryError, "double negation NOT NOT P is not allowed; write P", p.span)
             nid = len(self.neg_nodes)
             self.neg_nodes.append((None, neg))  # placeholder, filled below
+            self.neg_spans[nid] = p.span
             body = self.normalize(p.body, nid)
             if not _has_positive(body):
                 raise self.err(CepvecQueryError, "NOT needs a pattern with at least one event type", p.span)
@@ -391,6 +397,7 @@ class _Compiler:
                     body = Seq(_seq_items(prev.body) + _seq_items(it.body))
                     self.neg_nodes[nid] = (body, self.neg_nodes[nid][1])
                     self._reassign_neg(it.body, nid)
+                    self.neg_spans[nid] = (self.neg_spans[nid][0], self.neg_spans[it.id][1])
                     self.neg_nodes[it.id] = (None, None)
                     merged.append(Neg(nid, body))
                 else:
@@ -410,24 +417,30 @@ class _Compiler:
                 continue
             self.occs[leaf] = Occ(o.id, o.name, o.types, True, nid, o.explicit)
 
-    def check_neg_positions(self, node: Node, top: bool) -> None:
-        """NOT at the start or end of a SEQ is only meaningful for the whole pattern."""
+    def check_neg_positions(self, node: Node, top: bool, inside: str | None = None) -> None:
+        """NOT at the start or end of a SEQ is only meaningful for the whole pattern.
+
+        ``inside`` names the construct a nested SEQ sits in ("Kleene plus" or "another NOT").
+        """
         if isinstance(node, Seq):
             for k, it in enumerate(node.items):
                 if isinstance(it, Neg):
                     if (k == 0 or k == len(node.items) - 1) and not top:
+                        span = self.neg_spans.get(it.id)
+                        where = "start" if k == 0 else "end"
+                        what = self.quote(span) if span else "NOT"
                         raise self.err(
                             NotSupportedError,
-                            "not supported: NOT at the start or end of a SEQ nested inside Kleene plus "
-                            "or inside another NOT; SEMANTICS.md defines negated start and end only "
-                            "for the whole pattern. Move the NOT between two positive parts")
-                    self.check_neg_positions(it.body, top=False)
+                            f"not supported: {what} at the {where} of a SEQ nested inside {inside}; "
+                            "SEMANTICS.md defines negated start and end only for the whole pattern. "
+                            "Move the NOT between two positive parts", span)
+                    self.check_neg_positions(it.body, top=False, inside="another NOT")
                 else:
-                    self.check_neg_positions(it, top=False)
+                    self.check_neg_positions(it, top=False, inside=inside)
         elif isinstance(node, Kleene):
-            self.check_neg_positions(node.body, top=False)
+            self.check_neg_positions(node.body, top=False, inside="Kleene plus")
         elif isinstance(node, Neg):
-            self.check_neg_positions(node.body, top=False)
+            self.check_neg_positions(node.body, top=False, inside="another NOT")
 
     def build_negations(self, root: Node) -> list[Negation]:
         out: dict[int, Negation] = {}
@@ -723,9 +736,13 @@ class _Compiler:
         group_by = tuple(dict.fromkeys(t.group_by))
         labels = {g: g for g in group_by}
         aggs: list[AggSpec] = []
+        agg_spans: list = []  # span of each aggregate in the text (None: the default COUNT(*))
+        group_items: dict[str, A.GroupAttr] = {}  # GROUP-BY attribute -> its RETURN item
         items = t.returns or (A.Agg("COUNT", None, None, None, "COUNT(*)"),)
         for it in items:
             if isinstance(it, A.GroupAttr):
+                if it.attr in group_by and (it.alias or it.attr not in group_items):
+                    group_items[it.attr] = it  # the item whose label the column takes
                 if it.attr not in group_by:
                     self.errors.append(self.err(
                         CepvecQueryError,
@@ -752,13 +769,21 @@ class _Compiler:
                         "is never part of a match, so it has nothing to aggregate", it.span))
                     continue
             aggs.append(AggSpec(it.func, occs, it.attr, it.alias or it.label))
+            agg_spans.append(it.span if it.span != (0, 0) else None)
         group_labels = tuple(labels[g] for g in group_by)
-        seen: set[str] = set()
-        for lab in group_labels + tuple(a.label for a in aggs):
+        # every output column with the construct that makes it: (label, quoted text, span or None)
+        columns = [(labels[g], self.quote(group_items[g].span) if g in group_items else f"GROUP-BY {g}",
+                    group_items[g].span if g in group_items else None) for g in group_by]
+        columns += [(a.label, self.quote(sp) if sp else a.label, sp) for a, sp in zip(aggs, agg_spans)]
+        seen: dict[str, str] = {}
+        for lab, what, span in columns:
             if lab in seen:
-                self.errors.append(CepvecQueryError(
-                    f"two output columns are named '{lab}'; give one of them another name with AS"))
-            seen.add(lab)
+                self.errors.append(self.err(
+                    CepvecQueryError,
+                    f"two output columns are named '{lab}': {seen[lab]} and {what}; give one of them "
+                    "another name with AS", span))
+            else:
+                seen[lab] = what
         return group_by, group_labels, tuple(aggs)
 
     def resolve_window(self) -> Window:
@@ -788,6 +813,24 @@ def _combine(errors: list[CepvecQueryError]) -> CepvecQueryError:
                       source=first.source, start=first.start, end=first.end)
     exc.errors = errors
     return exc
+
+
+def _pattern_types(p: A.Pattern) -> dict[str, int]:
+    """Event type -> number of occurrences (type tests) naming it, negated ones included."""
+    out: dict[str, int] = {}
+
+    def walk(x):
+        if isinstance(x, A.PType):
+            for t in x.types:
+                out[t] = out.get(t, 0) + 1
+        elif isinstance(x, (A.PKleene, A.PNot)):
+            walk(x.body)
+        elif isinstance(x, A.PSeq):
+            for it in x.items:
+                walk(it)
+
+    walk(p)
+    return out
 
 
 def _min_length(node: Node) -> int:

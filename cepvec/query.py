@@ -573,9 +573,9 @@ class _Compiler:
                     edges.setdefault((t.src, t.dst), []).append(EdgePred(expr, text))
                     found = True
         if not found:
-            raise self.not_adjacent_error(c, text, pairs, names)
+            raise self.not_adjacent_error(c, text, pairs, names, {k for _, k in idx})
 
-    def not_adjacent_error(self, c, text, pairs, names) -> CepvecQueryError:
+    def not_adjacent_error(self, c, text, pairs, names, kinds=frozenset()) -> CepvecQueryError:
         vs = sorted({p for p, _, _ in pairs} | {n for _, n, _ in pairs})
         neg = [v for v in vs if all(self.occs[o].negated for o in names[v])]
         pos = [v for v in vs if v not in neg]
@@ -592,6 +592,26 @@ class _Compiler:
                     f"not supported: predicate {text} relates negated variable '{neg[0]}' to a positive "
                     "variable; only equality of one attribute across the whole pattern (an equivalence "
                     "test such as [id]) may involve a negated variable", c.span)
+        if len(vs) == 1:  # v.x op NEXT(v).x or v[i-1]: v must follow itself
+            (v,) = vs
+            return self.err(
+                CepvecQueryError,
+                f"predicate {text} relates two consecutive {v} events, but {v} never follows itself in the "
+                f"pattern (it would under Kleene plus: {self.occs[names[v][0]].types[0]}+ {v}), so it "
+                "cannot be aggregated online", c.span)
+        if kinds in ({"first"}, {"last"}):  # b[1] vs the variable before b+, b[b.LEN] vs the one after
+            ((prev, nxt, _),) = pairs
+            if kinds == {"first"}:
+                return self.err(
+                    CepvecQueryError,
+                    f"predicate {text} compares the first {nxt} with {prev}, but {prev} never comes right "
+                    f"before {nxt} in the pattern, so it cannot be aggregated online; {nxt}[1] may only be "
+                    f"compared with the variable right before {nxt}", c.span)
+            return self.err(
+                CepvecQueryError,
+                f"predicate {text} compares the last {prev} with {nxt}, but {nxt} never comes right after "
+                f"{prev} in the pattern, so it cannot be aggregated online; {prev}[{prev}.LEN] may only be "
+                f"compared with the variable right after {prev}", c.span)
         return self.err(
             CepvecQueryError,
             f"predicate {text} compares variables {' and '.join(vs)}, which are never adjacent in the "
@@ -671,7 +691,23 @@ class _Compiler:
                            f"found {self.quote(c.span)}", c.span)
 
     def rewrite_equalities(self, conjuncts, names, all_trans, template: Template, equivs):
-        """``x.id = y.id AND x.id = z.id`` covering every transition is the equivalence ``[id]``."""
+        """Equalities of one attribute that make every event of a match share it become ``[attr]``.
+
+        All equalities ``v.attr = w.attr`` and ``v.attr = NEXT(w).attr`` on one attribute are judged
+        together (``x.id = y.id = z.id``, ``a.id = c.id AND b.id = c.id``). They are rewritten to the
+        equivalence test exactly when
+
+        (a) they connect every positive occurrence, and every negated one too when any of them
+            involves a negated variable (union-find over all of them); and
+        (b) every transition of the positive template is constrained: covered by one of them as an
+            edge predicate, or, in a pattern without Kleene plus (each variable is bound once per
+            match), implied through (a) by transitivity.
+
+        With Kleene plus a variable binds several events and ``A.id = B.id`` in ``SEQ(A+, B)``
+        constrains only the ``A -> B`` pair, not ``A -> A``: (b) keeps it an edge predicate.
+        Matches of one event (``A+``) have no transition, and an equivalence would still drop their
+        null keys, so nothing is rewritten when the shortest match has fewer than two events.
+        """
         cand: dict[str, list] = {}
         for c in conjuncts:
             if (isinstance(c, A.Cmp) and c.op == "=" and isinstance(c.left, A.Ref)
@@ -687,33 +723,50 @@ class _Compiler:
             return conjuncts
         removed: set[int] = set()
         positive = [o.id for o in self.occs if not o.negated]
+        negs = [o.id for o in self.occs if o.negated]
+        kleene = _has_kleene(self.normalized_root)
         for attr, cs in cand.items():
             covered: set[tuple[int, int]] = set()
             parent = {o.id: o.id for o in self.occs}
 
             def find(x):
                 while parent[x] != x:
+                    parent[x] = parent[parent[x]]
                     x = parent[x]
                 return x
 
+            def union(x, y):
+                parent[find(x)] = find(y)
+
+            dangling = False
             for c in cs:
                 a, b = names[c.left.var], names[c.right.var]
-                for x in a:
-                    for y in b:
-                        parent[find(x)] = find(y)
+                if c.right.next:
+                    # v = NEXT(w) relates only the pairs v -> w that are transitions
+                    pairs = [(t.src, t.dst) for t in all_trans if t.src in a and t.dst in b]
+                    dangling |= not pairs  # never adjacent: left for classify to report
+                    for x, y in pairs:
+                        union(x, y)
+                else:
+                    # v = w between two variables: every event of v equals every event of w
+                    for x in a:
+                        for y in b:
+                            union(x, y)
                 for t in template.transitions:
                     if c.right.next:
                         if t.src in a and t.dst in b:
                             covered.add((t.src, t.dst))
                     elif (t.src in a and t.dst in b) or (t.src in b and t.dst in a):
                         covered.add((t.src, t.dst))
-            if not all((t.src, t.dst) in covered for t in template.transitions):
+            if dangling:
                 continue
-            roots_pos = {find(o) for o in positive}
-            if len(roots_pos) > 1 and template.transitions:
+            # (a) every positive event is tied to every other
+            if len({find(o) for o in positive}) > 1:
                 continue
-            negs = [o.id for o in self.occs if o.negated]
-            touched_neg = any(any(o in negs for o in names[c.left.var] + names[c.right.var]) for c in cs)
+            # (b) every transition constrained: directly, or by transitivity when variables bind once
+            if kleene and not all((t.src, t.dst) in covered for t in template.transitions):
+                continue
+            touched_neg = any(o in negs for c in cs for o in names[c.left.var] + names[c.right.var])
             if negs and touched_neg:
                 if len({find(o.id) for o in self.occs}) != 1:
                     continue
@@ -762,6 +815,14 @@ class _Compiler:
                         f"unknown variable '{it.var}' in {it.label}; the pattern declares: {known}", it.span))
                     continue
                 occs = names[it.var]
+                if any(self.occs[o].negated for o in occs) and not all(self.occs[o].negated for o in occs):
+                    t0 = self.occs[occs[0]].types[0]
+                    self.errors.append(self.err(
+                        CepvecQueryError,
+                        f"{it.label} aggregates over '{it.var}', which names a positive and a negated (NOT) "
+                        f"occurrence; name the positive one (e.g. {t0} {t0.lower()}1) and aggregate over "
+                        "that variable", it.span))
+                    continue
                 if any(self.occs[o].negated for o in occs):
                     self.errors.append(self.err(
                         CepvecQueryError,
@@ -769,12 +830,13 @@ class _Compiler:
                         "is never part of a match, so it has nothing to aggregate", it.span))
                     continue
             aggs.append(AggSpec(it.func, occs, it.attr, it.alias or it.label))
-            agg_spans.append(it.span if it.span != (0, 0) else None)
+            agg_spans.append((it.span if it.span != (0, 0) else None, it.alias))
         group_labels = tuple(labels[g] for g in group_by)
         # every output column with the construct that makes it: (label, quoted text, span or None)
         columns = [(labels[g], self.quote(group_items[g].span) if g in group_items else f"GROUP-BY {g}",
                     group_items[g].span if g in group_items else None) for g in group_by]
-        columns += [(a.label, self.quote(sp) if sp else a.label, sp) for a, sp in zip(aggs, agg_spans)]
+        columns += [(a.label, (self.quote(sp) if sp else a.label) + (f" AS {alias}" if alias else ""), sp)
+                    for a, (sp, alias) in zip(aggs, agg_spans)]
         seen: dict[str, str] = {}
         for lab, what, span in columns:
             if lab in seen:
@@ -803,15 +865,53 @@ class _Compiler:
 
 
 def _combine(errors: list[CepvecQueryError]) -> CepvecQueryError:
+    """One exception for several problems: the first is located, three more are listed, the rest counted."""
     if len(errors) == 1:
         return errors[0]
     first = errors[0]
     more = len(errors) - 1
     rest = "\n".join(f"  - {e.message}" for e in errors[1:4])
     tail = f"\n  … and {more - 3} more" if more > 3 else ""
-    exc = type(first)(f"{first.message}\n{more} more problem(s):\n{rest}{tail}",
-                      source=first.source, start=first.start, end=first.end)
+    exc = _combined_class(type(first))(f"{first.message}\n{more} more problem(s):\n{rest}{tail}",
+                                       source=first.source, start=first.start, end=first.end)
     exc.errors = errors
+    return exc
+
+
+_COMBINED: dict[type, type] = {}
+
+
+def _combined_class(cls: type) -> type:
+    """``cls`` whose ``str()`` puts the position and caret right after the first problem's line.
+
+    The caret belongs to the first problem, so it goes under that message, before the list of the
+    others. The class keeps the name (and module) of ``cls``: tracebacks and ``type(e).__name__``
+    read the same, and ``isinstance``/``except cls`` work as for ``cls``.
+    """
+    if cls not in _COMBINED:
+        def __str__(self) -> str:
+            text = cls.__str__(self)
+            if self.line is None:
+                return text
+            head, sep, others = self.message.partition("\n")
+            located = text[len(self.message):]  # " (line L, col C)\n  <source line>\n  <caret>"
+            return f"{head}{located}{sep}{others}"
+
+        def __reduce__(self):
+            return (_rebuild_combined, (cls, self.message, self.source, self.start, self.end,
+                                        getattr(self, "errors", None)))
+
+        sub = type(cls.__name__, (cls,), {"__str__": __str__, "__reduce__": __reduce__,
+                                          "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                          "__doc__": cls.__doc__})
+        _COMBINED[cls] = sub
+    return _COMBINED[cls]
+
+
+def _rebuild_combined(cls, message, source, start, end, errors):
+    exc = _combined_class(cls)(message, source=source, start=start, end=end)
+    if errors is not None:
+        exc.errors = errors
     return exc
 
 

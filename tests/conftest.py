@@ -48,3 +48,35 @@ def run_engine(query, events, **kwargs):
             cepvec.run(q, events, **kwargs)
         kwargs = {**kwargs, "engine": "auto"}
     return cepvec.run(query, events, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for every Spark test (mark those tests with ``pytest.mark.spark``).
+
+    ``local[2]`` with 4 shuffle partitions, AQE off (so the partitioning the
+    adapter asks for is the partitioning it gets), no UI, Arrow on, and the
+    session time zone UTC (timestamps cross to Python as UTC instants).
+    """
+    import os
+    import sys
+
+    pytest.importorskip("pyspark", reason="the Spark tests need pyspark: pip install 'cepvec[spark]'")
+    from pyspark.sql import SparkSession
+
+    # the Python workers must run the interpreter (and the cepvec) of this test run
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("cepvec-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -286,6 +286,25 @@ class TestPredicates:
         assert where_of("1 < a.x <= 5") == (A.Cmp("<", A.Num(1), A.Ref("a", "x")),
                                             A.Cmp("<=", A.Ref("a", "x"), A.Num(5)))
 
+    @pytest.mark.parametrize("text", [
+        "a.x < b.x < c.x AND a.y = 1",
+        "a.y = 1 AND a.x < b.x < c.x",
+        "(a.x < b.x < c.x) AND a.y = 1",
+        "(a.x < b.x AND (b.x < c.x AND a.y = 1))",
+        "skip_till_any_match(a, b, c) { a.x < b.x < c.x } AND a.y = 1",
+    ])
+    def test_chained_comparison_next_to_and_gives_flat_conjuncts(self, text):
+        x = lambda v: A.Ref(v, "x")  # noqa: E731
+        conj = where_of(text)
+        assert set(conj) == {A.Cmp("<", x("a"), x("b")), A.Cmp("<", x("b"), x("c")),
+                             A.Cmp("=", A.Ref("a", "y"), A.Num(1))} and len(conj) == 3
+
+    def test_and_inside_or_and_not_is_flat_too(self):
+        (e,) = where_of("a.x < b.x < c.x AND a.y = 1 OR NOT (a.z < 1 < a.w AND a.v = 2)")
+        first, second = e.items
+        assert first.op == "AND" and len(first.items) == 3
+        assert second.op == "NOT" and second.operand.op == "AND" and len(second.operand.items) == 3
+
     def test_and_spellings_give_flat_conjuncts(self):
         expected = where_of("a.x = 1 AND a.y = 2 AND a.z = 3")
         assert len(expected) == 3

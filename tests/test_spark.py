@@ -1,0 +1,199 @@
+"""cepvec on Spark: the conformance cases, generated data, mapInArrow as users write it.
+
+Every test uses the one session-scoped ``spark`` fixture (tests/conftest.py:
+``local[2]``, 4 shuffle partitions, AQE off, Arrow on, UTC) and is marked
+``spark``; deselect them with ``-m "not spark"``. Spark DataFrames have no
+row order, so results are compared after sorting by every output column.
+The whole file runs in about a minute (session start ~10 s, first Numba
+compile in each Python worker ~5 s).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import polars as pl
+import pytest
+
+pytest.importorskip("pyspark", reason="the Spark tests need pyspark: pip install 'cepvec[spark]'")
+
+from pyspark.errors import PythonException  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import types as T  # noqa: E402
+
+import cepvec  # noqa: E402
+from cepvec.generators import sequence_abcd, stock_trades  # noqa: E402
+from cepvec.spark_adapter import partition_plan  # noqa: E402
+
+from .conftest import load_shared_cases  # noqa: E402
+from .test_cases import _as_polars, _time_unit, assert_rows_equal  # noqa: E402
+
+pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")]
+
+REL_TOL = 1e-9  # AVG and float sums: Spark and local runs may add in a different order
+CASES = load_shared_cases()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def to_spark(spark, df: pl.DataFrame):
+    """A Spark DataFrame with the same column types (int64 with nulls stays BIGINT)."""
+    return spark.createDataFrame(df.to_arrow())
+
+
+def normalize(pdf: pd.DataFrame) -> pd.DataFrame:
+    """Sorted by every column, timestamps as naive UTC nanoseconds, fresh index."""
+    pdf = pdf.copy()
+    for c in pdf.columns:
+        if isinstance(pdf[c].dtype, pd.DatetimeTZDtype):
+            pdf[c] = pdf[c].dt.tz_convert("UTC").dt.tz_localize(None)
+        if pd.api.types.is_datetime64_any_dtype(pdf[c]):
+            pdf[c] = pdf[c].astype("datetime64[ns]")
+    return pdf.sort_values(list(pdf.columns), na_position="last").reset_index(drop=True)
+
+
+def assert_frames_equal(got: pd.DataFrame, want: pd.DataFrame, context: str) -> None:
+    assert list(got.columns) == list(want.columns), f"{context}: columns {list(got.columns)} != {list(want.columns)}"
+    got, want = normalize(got), normalize(want)
+    try:
+        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=REL_TOL, atol=1e-12)
+    except AssertionError as e:
+        raise AssertionError(f"{context}\nSpark:\n{got}\nlocal:\n{want}") from e
+
+
+# --------------------------------------------------------------------------- shared cases
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.get("name") or c["_file"] for c in CASES])
+def test_shared_case_on_spark(spark, case):
+    events = _as_polars(case)
+    unit = _time_unit(case)
+    res = cepvec.run(case["query"], to_spark(spark, events), time_unit=unit)
+    got = pl.from_arrow(res.toArrow())
+    assert_rows_equal(got, case["expected"], f"{case['_file']} (Spark)")
+    local = cepvec.run(case["query"], events, time_unit=unit)
+    assert got.schema == local.schema
+    assert_frames_equal(got.to_pandas(), local.to_pandas(), f"{case['_file']}: Spark vs local")
+
+
+# --------------------------------------------------------------------------- generated data
+
+ABCD = sequence_abcd(n_events=1500, seed=11, n_ids=5, max_gap=2)
+STOCK = stock_trades(n_events=800, seed=5, n_companies=6, n_sectors=3)
+
+GENERATED = [
+    ("abcd", "RETURN id, COUNT(*), SUM(B.x), AVG(C.v) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 20 SLIDE 10"),
+    ("abcd", "RETURN COUNT(*), MIN(A.x) PATTERN SEQ(A, B, C) WHERE [id] WITHIN 15"),  # no GROUP-BY: one partition
+    ("abcd", "RETURN id, COUNT(*) PATTERN SEQ(A, NOT D, C) GROUP-BY id WITHIN 12 EMIT CHANGES"),
+    ("abcd", "RETURN id, COUNT(*), COUNT(A), MAX(A.x) PATTERN (SEQ(A+, B))+ WHERE [id] GROUP-BY id WITHIN 25 SLIDE 40"),
+    ("stock", "RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price "
+              "GROUP-BY sector WITHIN 20 SLIDE 10"),
+    ("stock", "RETURN side, sector, COUNT(*), SUM(S.volume), AVG(S.price) PATTERN Stock S+ WHERE [company] "
+              "AND S.price < NEXT(S).price GROUP-BY side, sector WITHIN 15 EMIT CHANGES"),
+]
+DATA = {"abcd": ABCD, "stock": STOCK}
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    return {name: to_spark(spark, df).cache() for name, df in DATA.items()}
+
+
+@pytest.mark.parametrize(("data", "text"), GENERATED, ids=[f"{d}:{t}" for d, t in GENERATED])
+def test_generated_data_spark_equals_local(frames, data, text):
+    sdf = frames[data]
+    res = cepvec.run(text, sdf)
+    local = cepvec.run(text, DATA[data])
+    assert len(local) > 0, "test data too sparse"
+    assert res.schema.simpleString() == T._parse_datatype_string(cepvec.kernel(text, sdf.schema).schema).simpleString()
+    assert_frames_equal(res.toPandas(), local.to_pandas(), text)
+
+
+def test_no_group_by_runs_in_one_partition(frames):
+    text = GENERATED[1][1]
+    assert partition_plan(cepvec.compile(text)).single
+    assert cepvec.run(text, frames["abcd"]).rdd.getNumPartitions() == 1
+    grouped = partition_plan(cepvec.compile(GENERATED[0][1]))
+    assert grouped.keys == ("id",) and not grouped.single
+
+
+# --------------------------------------------------------------------------- mapInArrow as a user writes it
+
+USER_QUERY = "RETURN id, COUNT(*), SUM(B.x) PATTERN SEQ(A, B+, C) WHERE [id] GROUP-BY id WITHIN 20 SLIDE 10"
+
+
+def test_map_in_arrow_with_a_schemaless_kernel(frames):
+    df = frames["abcd"]
+    q = USER_QUERY
+    out = df.repartition("id").sortWithinPartitions("id", "time").mapInArrow(cepvec.kernel(q), cepvec.kernel(q).schema)
+    assert out.schema.simpleString() == (
+        "struct<id:string,window_start:bigint,window_end:bigint,COUNT(*):bigint,SUM(B.x):double>")
+    want = cepvec.run(q, ABCD).with_columns(pl.col("id").cast(pl.String), pl.col("SUM(B.x)").cast(pl.Float64))
+    assert len(want)
+    assert_frames_equal(out.toPandas(), want.to_pandas(), "schema-less kernel")
+
+
+def test_map_in_arrow_with_the_input_schema(frames):
+    df = frames["abcd"]
+    k = cepvec.kernel(USER_QUERY, df.schema)
+    out = df.repartition("id").sortWithinPartitions("id", "time").mapInArrow(k, k.schema)
+    assert out.schema.simpleString() == (
+        "struct<id:bigint,window_start:bigint,window_end:bigint,COUNT(*):bigint,SUM(B.x):bigint>")
+    assert_frames_equal(out.toPandas(), cepvec.run(USER_QUERY, ABCD).to_pandas(), "kernel(q, df.schema)")
+
+
+def test_unsorted_input_to_map_in_arrow_fails_with_cepvec_message(frames):
+    df = frames["abcd"]  # in time order, ids interleaved within each partition
+    k = cepvec.kernel(USER_QUERY, df.schema)
+    with pytest.raises(PythonException) as e:
+        df.mapInArrow(k, k.schema).collect()
+    msg = str(e.value)
+    assert "CepvecDataError" in msg
+    assert "input is not ordered by the GROUP-BY attributes" in msg
+    assert "sort each partition by (id, time) and repartition by (id)" in msg
+
+
+# --------------------------------------------------------------------------- empty input
+
+
+@pytest.mark.parametrize("text", [GENERATED[0][1], GENERATED[1][1], GENERATED[2][1]])
+def test_empty_dataframe_gives_empty_result_with_the_right_columns(spark, frames, text):
+    empty = spark.createDataFrame([], frames["abcd"].schema)
+    res = cepvec.run(text, empty)
+    local = cepvec.run(text, ABCD.head(0))
+    assert res.columns == local.columns
+    assert res.schema.simpleString() == T._parse_datatype_string(cepvec.kernel(text, empty.schema).schema).simpleString()
+    assert res.count() == 0
+
+
+# --------------------------------------------------------------------------- timestamps
+
+
+def test_timestamp_time_column_gives_timestamp_windows(spark, frames):
+    texts = ["RETURN id, COUNT(*), SUM(B.x) PATTERN SEQ(A, B+, C) WHERE [id] GROUP-BY id WITHIN 20 s SLIDE 10 s",
+             "RETURN id, COUNT(*) PATTERN SEQ(A, NOT D, C) GROUP-BY id WITHIN 12 seconds EMIT CHANGES"]
+    offset = 1_700_000_000  # seconds since the epoch: a realistic date
+    sdf = frames["abcd"].withColumn("time", F.timestamp_seconds(F.col("time") + offset))
+    assert sdf.schema["time"].dataType == T.TimestampType()
+    local_df = ABCD.with_columns(((pl.col("time") + offset) * 1_000_000).cast(pl.Datetime("us", "UTC")))
+    for text in texts:
+        res = cepvec.run(text, sdf)
+        tcols = ["window_start", "window_end"] if "SLIDE" in text else ["time"]
+        for c in tcols:
+            assert res.schema[c].dataType == T.TimestampType(), res.schema
+        local = cepvec.run(text, local_df)
+        assert len(local)
+        got = res.toPandas()
+        assert_frames_equal(got, local.to_pandas(), text)
+        # and the same instants as the integer run
+        ints = cepvec.run(text, ABCD).sort(list(cepvec.compile(text).group_labels) + tcols[:1])
+        got = normalize(got)
+        for c in tcols:
+            secs = got[c].astype("int64") // 10**9 - offset
+            assert secs.tolist() == ints[c].to_list()
+
+
+def test_avg_tolerance_constant_is_sane():
+    assert 0 < REL_TOL < 1e-6 and math.isfinite(REL_TOL)

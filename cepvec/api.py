@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .engines import resolve_engine, run_reference
+from .engines import resolve_engine, run_reference, uses_trend_path
 from .errors import CepvecPlanError, CepvecTypeError
 from .frontend import output_schema, prepare
 from .query import Query, compile_query
@@ -119,6 +119,16 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     output_schema(q, prep.df.schema, prep.time_dtype, numeric)  # type errors before any work
     if name == "reference":
         return run_reference(q, prep, numeric=numeric)
+    if name == "greta" and uses_trend_path(q):
+        from .engine_trend import run_trend
+        from .errors import UnsupportedByEngine
+
+        try:
+            return run_trend(q, prep, numeric=numeric)
+        except UnsupportedByEngine:
+            if engine != "auto":  # the data do not fit the trend path (e.g. string keys)
+                raise
+            return run_reference(q, prep, numeric=numeric)
     from .engine_linear import run_linear
 
     return run_linear(q, prep, numeric=numeric)

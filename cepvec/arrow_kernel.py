@@ -64,6 +64,7 @@ class Kernel:
     numeric: str
     engine: str
     input_schema: dict  # column -> polars dtype (only the columns the query reads)
+    typed: bool = True  # False: no schema was given; input_schema holds only the output conventions
 
     @property
     def query(self) -> Query:
@@ -115,7 +116,7 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
                 f"the input schema has no column {missing[0]!r} that the query reads; columns are: "
                 f"{', '.join(types)}")
         types = {c: types[c] for c in cols}
-    return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types)
+    return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types, typed=schema is not None)
 
 
 def _polars_types(schema) -> dict:
@@ -134,8 +135,7 @@ def _polars_types(schema) -> dict:
 
 def process_batches(batches, k: Kernel):
     """The body of the mapInArrow function (module level, testable without Spark)."""
-    from .engine_linear import LinearRun
-    from .engines import resolve_engine, run_reference
+    from .engines import resolve_engine, run_class, run_reference
 
     q = k.query
     engine = resolve_engine(q, k.engine)
@@ -169,8 +169,9 @@ def process_batches(batches, k: Kernel):
         df = pl.from_arrow(batch)
         if not isinstance(df, pl.DataFrame):
             df = df.to_frame()
-        df = df.cast({c: dt for c, dt in k.input_schema.items() if c in df.columns and df.schema[c] != dt
-                      and not isinstance(dt, pl.Datetime)}, strict=False)
+        if k.typed:  # schema-less kernels read the batch's own types; only the output is converted
+            df = df.cast({c: dt for c, dt in k.input_schema.items() if c in df.columns and df.schema[c] != dt
+                          and not isinstance(dt, pl.Datetime)}, strict=False)
         prep = prepare(q, df, time_unit=k.time_unit, check_types=False, sort=False)
         times = prep.times.to_numpy()
         if group:
@@ -195,12 +196,14 @@ def process_batches(batches, k: Kernel):
                 seen_groups.add(key)
                 cur_key = key
                 last_time = None
-                cur = [] if engine == "reference" else LinearRun(
-                    q, k.input_schema, w=prep.w, s=prep.s, numeric=k.numeric)
+                cur = [] if engine == "reference" else run_class(q, engine)(
+                    q, k.input_schema if k.typed else df.schema, w=prep.w, s=prep.s, numeric=k.numeric)
                 cur_prep = Prepared(df.head(0), prep.times.head(0), prep.unit, prep.time_dtype, prep.w, prep.s)
             seg_t = times[a:b]
-            if len(seg_t) and ((last_time is not None and seg_t[0] < last_time) or np.any(np.diff(seg_t) < 0)):
-                bad = a + (int(np.argmax(np.diff(seg_t) < 0)) + 1 if np.any(np.diff(seg_t) < 0) else 0)
+            back = np.diff(seg_t) < 0
+            if len(seg_t) and ((last_time is not None and seg_t[0] < last_time) or back.any()):
+                # the first row that is earlier than the row before it
+                bad = a if (last_time is not None and seg_t[0] < last_time) else a + int(np.argmax(back)) + 1
                 raise CepvecDataError(
                     f"input is not ordered by time within group {dict(zip(group, key)) or '(all)'}: row "
                     f"{n_seen + bad} goes back in time; sort each partition by "
@@ -214,6 +217,9 @@ def process_batches(batches, k: Kernel):
     out = flush()
     if out is not None:
         yield out
+    elif n_seen == 0:
+        # an empty partition gives one empty batch of the output schema
+        yield pa.RecordBatch.from_arrays([pa.array([], f.type) for f in out_schema], schema=out_schema)
 
 
 def _to_arrow(res: pl.DataFrame, schema: pa.Schema) -> pa.RecordBatch:

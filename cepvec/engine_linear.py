@@ -5,12 +5,24 @@ keeps, per partition, only what a future result can use (the running state
 vector, or the events still inside the window), so results do not depend on
 how the input is cut into batches. The local engine is one ``push`` and one
 ``finish``; the Spark adapter calls the same two methods per partition.
+
+Per batch: the type column becomes a small code per event (a Numba pass over
+the Arrow string views; Polars for other column types), codes (and local
+predicate outcomes) become program ids, a single integer partition key
+becomes dense partition ids through a Numba hash table (a Polars join
+otherwise), one counting-sort pass groups carried and new events by
+partition, and the segments run in up to ``CEPVEC_NUM_THREADS`` threads
+(the kernels release the GIL; each thread owns whole partitions).
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from .errors import CepvecDataError, CepvecOverflowError
 from .frontend import Prepared
@@ -20,46 +32,27 @@ from .polars_expr import predicate_mask
 
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "emit": K.MODE_EMIT, "slide": K.MODE_SLIDE}
 _BIG = np.iinfo(np.int64).max // 4
+_EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
+_MIN_EVENTS_PER_THREAD = 200_000
+_POOL: ThreadPoolExecutor | None = None
 
 
-def _encode_columns(plan: LinearPlan, df: pl.DataFrame, int_state: bool, zero_components=()):
-    """Bind bits, negation bits, END flags and component weights as NumPy arrays."""
-    q = plan.query
-    tcol = pl.col(q.type_col).cast(pl.String)
-    bind = pl.lit(0, dtype=pl.UInt64)
-    for bit, o in enumerate(plan.occ_ids):
-        occ = q.occs[o]
-        m = tcol.is_in(list(occ.types)) & predicate_mask(q.local.get(o, ()))
-        bind = bind | pl.when(m).then(pl.lit(1 << bit, dtype=pl.UInt64)).otherwise(pl.lit(0, dtype=pl.UInt64))
-    neg = pl.lit(0, dtype=pl.UInt64)
-    for bit, g in enumerate(plan.neg_ids):
-        n = q.negations[g]
-        occ = q.occs[n.node.occ]
-        m = tcol.is_in(list(occ.types)) & predicate_mask(q.local.get(occ.id, ()))
-        neg = neg | pl.when(m).then(pl.lit(1 << bit, dtype=pl.UInt64)).otherwise(pl.lit(0, dtype=pl.UInt64))
-    end_bit = 1 << plan.occ_ids.index(q.template.end)
-    wdt = pl.Int64 if int_state else pl.Float64
-    weights = []
-    for j, c in enumerate(plan.components):
-        if j in zero_components:
-            weights.append(pl.lit(0, dtype=wdt).alias(f"__w{j}"))
-        elif c.kind == "count":
-            weights.append(pl.lit(1, dtype=wdt).alias(f"__w{j}"))
-        elif c.kind == "nonnull":
-            x = pl.col(c.attr)  # NaN reads as null, as in the reference engine
-            valid = x.is_not_null() & x.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()
-            weights.append(valid.cast(wdt).alias(f"__w{j}"))
-        else:
-            x = pl.col(c.attr)
-            if not int_state:
-                x = x.cast(pl.Float64)
-                x = pl.when(x.is_nan()).then(None).otherwise(x)
-            weights.append(x.fill_null(0).cast(wdt).alias(f"__w{j}"))
-    enc = df.select(bind.alias("__bind"), neg.alias("__neg"), *weights)
-    b = enc["__bind"].to_numpy()
-    return (b, enc["__neg"].to_numpy(), (b & np.uint64(end_bit)) != 0,
-            enc.select([f"__w{j}" for j in range(len(plan.components))]).to_numpy().astype(
-                np.int64 if int_state else np.float64, copy=False).reshape(len(df), len(plan.components)))
+def _n_threads() -> int:
+    env = os.environ.get("CEPVEC_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (not Linux)
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _pool(n: int) -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None or _POOL._max_workers < n:  # noqa: SLF001
+        _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cepvec")
+    return _POOL
 
 
 class LinearStream:
@@ -84,51 +77,176 @@ class LinearStream:
             ks[c + "__nan"] = pl.Boolean
         self.key_cols = list(ks)
         self.keys = pl.DataFrame(schema={**ks, "__pid": pl.Int64})
+        # a single integer key column: dense ids from a Numba hash table
+        self.int_key = None
+        if len(key_schema) == 1:
+            (c, dt), = key_schema.items()
+            if dt.is_integer() and dt != pl.UInt64:
+                self.int_key = c
+        self._tab_key = np.zeros(16, np.int64)
+        self._tab_id = np.full(16, -1, np.int64)
+        self._tab_n = 0  # len(self.keys) the table reflects (-1: stale)
         self.X = np.zeros((0, plan.D), self.dtype)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict[str, np.ndarray] | None = None
-        self.held: pl.DataFrame | None = None
+        self.held: tuple[pl.DataFrame, np.ndarray] | None = None
         self.outputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.last_time: int | None = None
         self.programs: dict[tuple[int, int], int] = {}
-        self.prog_arrays = None
+        self.PT = np.zeros(0, np.int64)
+        self.prog_flags = np.zeros(0, np.int64)
+        self._setup_encoding()
+        # GROUP-BY values are the partition keys: each partition is its own group
+        self.groups_are_partitions = list(self.q.partition_by) == list(self.q.group_by)
 
-    # -------------------------------------------------------------- programs
-    def _program_ids(self, bind: np.ndarray, neg: np.ndarray) -> np.ndarray:
-        """Global program id per event: one program per distinct (bind, neg) pair."""
+    # -------------------------------------------------------------- encoding setup
+    def _setup_encoding(self):
+        """Type codes, bits per code, predicate masks and weight columns."""
+        plan, q = self.plan, self.q
+        # (bit, is_neg, occurrence) for every positive occurrence and negation
+        items = [(bit, False, q.occs[o]) for bit, o in enumerate(plan.occ_ids)]
+        items += [(bit, True, q.occs[q.negations[g].node.occ]) for bit, g in enumerate(plan.neg_ids)]
+        names: list[str] = []
+        for _b, _n, occ in items:
+            for t in occ.types:
+                if t not in names:
+                    names.append(t)
+        self.type_names = names
+        K1 = len(names) + 1
+        bind = np.zeros(K1, np.uint64)
+        neg = np.zeros(K1, np.uint64)
+        masks, mbit, mneg, mok = [], [], [], []
+        for bit, is_neg, occ in items:
+            codes = [names.index(t) + 1 for t in occ.types]
+            preds = q.local.get(occ.id, ())
+            if preds:
+                masks.append(predicate_mask(preds))
+                mbit.append(bit)
+                mneg.append(is_neg)
+                ok = np.zeros(K1, np.bool_)
+                ok[codes] = True
+                mok.append(ok)
+            else:
+                tgt = neg if is_neg else bind
+                tgt[codes] |= np.uint64(1 << bit)
+        self.bind_of_code, self.neg_of_code = bind, neg
+        self.mask_exprs = masks
+        self.mask_bit = np.array(mbit, np.int64)
+        self.mask_is_neg = np.array(mneg, np.bool_)
+        self.mask_code_ok = np.array(mok, np.bool_).reshape(len(mok), K1)
+        words = [K.view_words(t) for t in names]
+        self.views_ok = all(wd is not None for wd in words)
+        self.view_hash = K.view_hash(words) if self.views_ok else None
+        self.end_bit = 1 << plan.occ_ids.index(q.template.end)
+        # weight columns: sums and non-null counts (count components weigh 1, zeroed ones 0)
+        self.wcols = [j for j, c in enumerate(plan.components)
+                      if c.kind in ("sum", "nonnull") and j not in self.zero_components]
+
+    def _views(self, df: pl.DataFrame):
+        """The (n, 2) uint64 Arrow view words of the type column (zero-copy), or None when
+        the column is not a null-free String column or a query type is not inline."""
+        col = df[self.q.type_col]
+        if not (self.views_ok and len(df) and col.dtype == pl.String and col.null_count() == 0):
+            return None
+        arr = col.to_arrow(compat_level=pl.CompatLevel.newest())
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if not pa.types.is_string_view(arr.type):
+            return None
+        n = len(arr)
+        views = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (arr.offset + n))
+        return views.reshape(-1, 2)[arr.offset:]
+
+    def _type_codes(self, df: pl.DataFrame) -> np.ndarray:
+        """Code per event: 1 + index of its type in ``type_names``, 0 for other types."""
+        views = self._views(df)
+        if views is not None:
+            codes = np.empty(len(df), np.int32)
+            K.view_codes(views, *self.view_hash, codes)
+            return codes
+        if not self.type_names:
+            return np.zeros(len(df), np.int32)
+        expr = pl.col(self.q.type_col).cast(pl.String).replace_strict(
+            self.type_names, list(range(1, len(self.type_names) + 1)), default=0, return_dtype=pl.Int32)
+        return df.select(expr.fill_null(0)).to_series().to_numpy()
+
+    def _code_programs(self) -> np.ndarray:
+        """Global program id per type code (-1: ignored), when no predicate gates a bit."""
+        return self._global_ids(list(zip(self.bind_of_code.tolist(), self.neg_of_code.tolist())))
+
+    def _classes(self, df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Per event a class id and per class its global program id (-1: event is ignored)."""
+        codes = self._type_codes(df)
+        if not self.mask_exprs:
+            return codes, self._code_programs()
+        m = df.select([e.alias(f"__m{j}") for j, e in enumerate(self.mask_exprs)]).to_numpy()
+        m = np.ascontiguousarray(m.astype(np.bool_, copy=False)).reshape(len(df), len(self.mask_exprs))
+        bind, neg = K.combine_bits(codes, self.bind_of_code, self.neg_of_code, m, self.mask_bit,
+                                   self.mask_is_neg, self.mask_code_ok)
         local, ub, un = K.encode_programs(bind, neg)
-        glob = np.empty(len(ub), np.int64)
+        return local.astype(np.int32), self._global_ids(list(zip(ub.tolist(), un.tolist())))
+
+    def _global_ids(self, pairs) -> np.ndarray:
+        glob = np.empty(max(len(pairs), 1), np.int64)
+        glob[:] = -1
         changed = False
-        for i, key in enumerate(zip(ub.tolist(), un.tolist())):
+        for i, key in enumerate(pairs):
+            if key == (0, 0):
+                continue
             if key not in self.programs:
                 self.programs[key] = len(self.programs)
                 changed = True
             glob[i] = self.programs[key]
-        if changed or self.prog_arrays is None:
-            self.prog_arrays = self._build_programs()
-        return glob[local] if len(local) else np.zeros(0, np.int64)
+        if changed:
+            self._build_programs()
+        return glob
 
     def _build_programs(self):
         plan = self.plan
-        ptr, dst, src, wk, rptr, rrows = [0], [], [], [], [0], []
+        comps = plan.components
+        wcol = {j: i for i, j in enumerate(self.wcols)}
+        progs = []
         for (b, g) in self.programs:  # dict order == program id
+            trips = []
             for bit in range(len(plan.occ_ids)):
                 if (b >> bit) & 1:
-                    lo, hi = plan.trip_ptr[bit], plan.trip_ptr[bit + 1]
-                    dst += plan.trip_dst[lo:hi].tolist()
-                    src += plan.trip_src[lo:hi].tolist()
-                    wk += plan.trip_wk[lo:hi].tolist()
-            ptr.append(len(dst))
-            rows: list[int] = []
+                    for k in range(int(plan.trip_ptr[bit]), int(plan.trip_ptr[bit + 1])):
+                        d, s, j = int(plan.trip_dst[k]), int(plan.trip_src[k]), int(plan.trip_wk[k])
+                        if j >= 0:
+                            if j in self.zero_components:
+                                continue  # weight 0: no contribution
+                            j = -1 if comps[j].kind == "count" else wcol[j]
+                        trips.append((d, s, j))
+            rows: set[int] = set()
             for bit in range(len(plan.neg_ids)):
                 if (g >> bit) & 1:
-                    rows += plan.neg_rows[plan.neg_ptr[bit]:plan.neg_ptr[bit + 1]].tolist()
-            rrows += sorted(set(rows))
-            rptr.append(len(rrows))
-        a = lambda x: np.array(x, np.int64)  # noqa: E731
-        return a(ptr), a(dst), a(src), a(wk), a(rptr), a(rrows)
+                    rows.update(plan.neg_rows[plan.neg_ptr[bit]:plan.neg_ptr[bit + 1]].tolist())
+            progs.append((trips, rows, bool(b & self.end_bit)))
+        self.PT = K.pack_programs(progs, plan.out_rows)
+        self.prog_flags = self.PT[self.PT[:len(progs)]].copy()
 
-    # -------------------------------------------------------------- encoding
+    def _weights(self, df: pl.DataFrame) -> np.ndarray:
+        if not self.wcols:
+            return np.zeros((len(df), 0), self.dtype)
+        wdt = pl.Int64 if self.int_state else pl.Float64
+        exprs = []
+        for j in self.wcols:
+            c = self.plan.components[j]
+            x = pl.col(c.attr)
+            if c.kind == "nonnull":  # NaN reads as null, as in the reference engine
+                valid = x.is_not_null() & x.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()
+                exprs.append(valid.cast(wdt).alias(f"__w{j}"))
+            else:
+                if not self.int_state:
+                    x = x.cast(pl.Float64)
+                    x = pl.when(x.is_nan()).then(None).otherwise(x)
+                exprs.append(x.fill_null(0).cast(wdt).alias(f"__w{j}"))
+        enc = df.select(exprs)
+        if len(exprs) == 1:
+            return enc.to_series().to_numpy().astype(self.dtype, copy=False).reshape(len(df), 1)
+        return np.ascontiguousarray(enc.to_numpy().astype(self.dtype, copy=False))
+
+    # -------------------------------------------------------------- partitions
     def _partition_ids(self, df: pl.DataFrame) -> np.ndarray:
         cols = self.key_cols
         if not cols:
@@ -136,6 +254,11 @@ class LinearStream:
                 self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
                 self._grow(1)
             return np.zeros(len(df), np.int64)
+        if self.int_key is not None:
+            col = df[self.int_key]
+            if col.null_count() == 0:
+                return self._int_partition_ids(col)
+        self._tab_n = -1
         df = df.select(self.key_exprs())
         uniq = df.unique(maintain_order=True)
         known = uniq.join(self.keys, on=cols, how="left", nulls_equal=True)
@@ -147,6 +270,42 @@ class LinearStream:
             self._grow(len(self.keys))
         return (df.join(self.keys, on=cols, how="left", nulls_equal=True,
                         maintain_order="left")["__pid"].to_numpy())
+
+    def _int_partition_ids(self, col: pl.Series) -> np.ndarray:
+        c = self.int_key
+        vals = col.cast(pl.Int64).to_numpy()
+        n0 = len(self.keys)
+        vmin, vmax = K.min_max(vals)
+        if int(vmax) - int(vmin) < min(1 << 20, 8 * len(vals) + 1024):
+            # small key range: a direct table (the hash table is rebuilt when next needed)
+            direct = np.full(int(vmax) - int(vmin) + 1, -1, np.int64)
+            known = self.keys.filter(pl.col(c).is_between(int(vmin), int(vmax)))
+            direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
+            ids, new_keys = K.dense_ids_direct(vals, vmin, direct, n0)
+            self._tab_n = -1
+        else:
+            if self._tab_n != n0:  # rebuild the hash table from the keys (other paths added some)
+                known = self.keys.filter(pl.col(c).is_not_null())
+                size = 16
+                while size < 2 * (n0 + 1):
+                    size *= 2
+                self._tab_key = np.zeros(size, np.int64)
+                self._tab_id = np.full(size, -1, np.int64)
+                _ids, _new, self._tab_key, self._tab_id = K.dense_ids(
+                    known[c].cast(pl.Int64).to_numpy(), self._tab_key, self._tab_id, 0)
+                # dense_ids numbered them 0..m-1 in order; set the real partition ids
+                used = self._tab_id >= 0
+                self._tab_id[used] = known["__pid"].to_numpy()[self._tab_id[used]]
+                self._tab_n = n0
+            ids, new_keys, self._tab_key, self._tab_id = K.dense_ids(vals, self._tab_key, self._tab_id, n0)
+        if len(new_keys):
+            new = pl.DataFrame({c: pl.Series(c, new_keys).cast(self.keys.schema[c]),
+                                "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
+            self.keys = pl.concat([self.keys, new], how="vertical")
+            self._grow(len(self.keys))
+        if self._tab_n >= 0:
+            self._tab_n = len(self.keys)
+        return ids
 
     def key_exprs(self) -> list[pl.Expr]:
         out = []
@@ -169,114 +328,177 @@ class LinearStream:
 
     def _grow(self, n: int):
         if n > self.X.shape[0]:
-            X = np.zeros((n, self.plan.D), self.dtype)
+            n2 = max(n, 2 * self.X.shape[0])
+            X = np.zeros((n2, self.plan.D), self.dtype)
             X[: self.X.shape[0]] = self.X
             X[self.X.shape[0]:] = self.plan.v0.astype(self.dtype) if self.mode in (
                 K.MODE_NONE, K.MODE_EMIT_UNBOUNDED) else 0
             self.X = X
-            nk = np.zeros(n, np.int64)
+            nk = np.zeros(n2, np.int64)
             nk[: self.next_k.shape[0]] = self.next_k
             self.next_k = nk
 
     # -------------------------------------------------------------- streaming
     def push(self, df: pl.DataFrame, times: np.ndarray, *, final: bool = False):
         """Consume the next time-ordered batch (``times`` in the time unit)."""
+        times = np.asarray(times, dtype=np.int64)
         if len(df) and self.last_time is not None and times[0] < self.last_time:
             raise CepvecDataError(
                 f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
                 "batches must arrive in time order")
         if self.held is not None:
-            df = pl.concat([self.held, df.with_columns(pl.Series("__t", times))], how="vertical_relaxed")
+            hdf, ht = self.held
             self.held = None
-        else:
-            df = df.with_columns(pl.Series("__t", times))
+            df = pl.concat([hdf, df], how="vertical_relaxed") if len(df) else hdf
+            times = np.concatenate([ht, times])
         if not final and len(df):
             # equal time stamps may continue in the next batch: hold the last one back
-            tmax = df["__t"][-1]
-            cut = int(np.searchsorted(df["__t"].to_numpy(), tmax, side="left"))
-            self.held = df[cut:]
+            tmax = times[-1]
+            cut = int(np.searchsorted(times, tmax, side="left"))
+            self.held = (df[cut:], times[cut:])
             df = df[:cut]
+            times = times[:cut]
             limit = int(tmax)
         else:
             limit = _BIG
         if len(df):
-            self.last_time = int(df["__t"][-1])
-        self._process(df, limit)
+            self.last_time = int(times[-1])
+        self._process(df, times, limit)
 
     def finish(self) -> None:
         if self.held is not None:
-            held, self.held = self.held, None
-            self._process(held, _BIG)
+            (hdf, ht), self.held = self.held, None
+            self._process(hdf, ht, _BIG)
         elif self.carry is not None:
-            self._process(None, _BIG)
+            self._process(None, None, _BIG)
         if self.mode in (K.MODE_NONE, K.MODE_WITHIN):
             rows = self.plan.out_rows
-            vals = self.X[:, rows]
+            vals = self.X[: len(self.keys), rows]
             nz = np.nonzero(vals[:, 0])[0]
             self.outputs.append((nz.astype(np.int64), np.zeros(len(nz), np.int64), vals[nz]))
 
-    def _process(self, df: pl.DataFrame | None, limit: int):
-        plan = self.plan
-        emit_src = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        if df is not None and len(df):
-            bind, neg, end, wts = _encode_columns(plan, df, self.int_state, self.zero_components)
-            keep = (bind != 0) | (neg != 0)
-            t = df["__t"].to_numpy()
+    def _process(self, df: pl.DataFrame | None, times: np.ndarray | None, limit: int):
+        nw = len(self.wcols)
+        emit = self.mode in _EMIT_MODES
+        n_new = len(df) if df is not None else 0
+        par = _n_threads() > 1 and n_new >= 2 * _MIN_EVENTS_PER_THREAD
+        halves = [(0, n_new // 2), (n_new // 2, n_new)] if par else [(0, n_new)]
+        counts = None
+        if n_new:
             pid = self._partition_ids(df)
-            if self.mode == K.MODE_EMIT or self.mode == K.MODE_EMIT_UNBOUNDED:
-                emit_src = (pid[end], t[end])
-            prog = self._program_ids(np.ascontiguousarray(bind[keep]), np.ascontiguousarray(neg[keep]))
-            new = {"t": t[keep], "prog": prog, "end": end[keep], "w": wts[keep], "pid": pid[keep]}
-        else:
-            new = None
-        parts = [p for p in (self.carry, new) if p is not None and len(p["t"])]
-        n_carry = len(self.carry["t"]) if self.carry is not None else 0
-        if not parts and self.mode not in (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED):
-            return
-        if parts:
-            ev = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        else:
-            ev = {"t": np.zeros(0, np.int64), "prog": np.zeros(0, np.int64), "end": np.zeros(0, np.bool_), "w": np.zeros((0, len(plan.components)), self.dtype),
-                  "pid": np.zeros(0, np.int64)}
-        n_parts = len(self.keys) if len(self.keys) else 1
-        order, seg_all = K.partition_order(ev["pid"], n_parts)
-        for k in ("t", "prog", "end", "w", "pid"):
-            ev[k] = np.ascontiguousarray(ev[k][order])
-        is_carry = np.zeros(len(order), np.bool_)
-        is_carry[:] = order < n_carry
-        counts = np.diff(seg_all)
-        seg_pids = np.nonzero(counts)[0]
-        emit_ptr, emit_times = self._emit_schedule(seg_pids, emit_src)
-        if self.mode in (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED):
-            # partitions of a group with output times but no events here still hold a window
-            seg_pids = np.union1d(seg_pids, self._pids_with_emits(emit_src)).astype(np.int64)
-            emit_ptr, emit_times = self._emit_schedule(seg_pids, emit_src)
-        seg_ptr = np.concatenate([[0], np.cumsum(counts[seg_pids])]).astype(np.int64)
-        starts = seg_all[seg_pids]
-        # events of the selected partitions, in segment order
-        idx = np.concatenate([np.arange(a, a + c) for a, c in zip(starts, counts[seg_pids])]) \
-            if len(seg_pids) else np.zeros(0, np.int64)
-        idx = idx.astype(np.int64)
-        replay = np.array([int(is_carry[a:a + c].sum()) for a, c in zip(starts, counts[seg_pids])], np.int64)
-        err = np.zeros(3, np.int64)
-        out_pid, out_key, out_val = K.run_segments(
-            self.mode, int(self.w or 0), int(self.s or 1), self.int_state,
-            seg_ptr, seg_pids.astype(np.int64), replay, emit_ptr, emit_times, np.int64(limit),
-            ev["t"][idx], ev["prog"][idx], ev["end"][idx],
-            np.ascontiguousarray(ev["w"][idx].astype(self.dtype, copy=False)),
-            *(self.prog_arrays if self.prog_arrays is not None else self._build_programs()),
-            plan.v0.astype(self.dtype), plan.out_rows, self.X, self.next_k, err)
-        if err[0]:
-            self._raise_overflow(int(err[1]), int(err[2]))
-        if len(out_pid):
-            self.outputs.append((out_pid, out_key, out_val))
-        self._set_carry(ev, limit)
+            n_parts = max(len(self.keys), 1)
+            views = None if self.mask_exprs else self._views(df)
+            if views is not None:  # type codes and kept events per partition (threads)
+                cls_prog = self._code_programs()
+                cls = np.empty(n_new, np.int32)
 
-    def _pids_with_emits(self, emit_src) -> np.ndarray:
-        pid_end, _ = emit_src
-        groups = self._group_of(np.unique(pid_end))
-        all_groups = self._group_of(np.arange(len(self.keys)))
-        return np.nonzero(np.isin(all_groups, groups))[0]
+                def codes_count(r):
+                    K.view_codes(views[r[0]:r[1]], *self.view_hash, cls[r[0]:r[1]])
+                    return K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]])
+
+                counts = self._map(codes_count, halves)
+            else:
+                cls, cls_prog = self._classes(df)
+            new_w = self._weights(df)
+        else:
+            times = np.zeros(0, np.int64)
+            cls = np.zeros(0, np.int32)
+            cls_prog = np.full(1, -1, np.int64)
+            new_w = np.zeros((0, nw), self.dtype)
+            pid = np.zeros(0, np.int64)
+        c = self.carry
+        if c is None:
+            c = {"t": np.zeros(0, np.int64), "prog": np.zeros(0, np.int64),
+                 "w": np.zeros((0, nw), self.dtype), "pid": np.zeros(0, np.int64)}
+        if not n_new and not len(c["t"]) and not emit:
+            return
+        # group carried and new events by partition (stable: carried first, then time order)
+        n_parts = max(len(self.keys), 1)
+        if counts is None:
+            counts = self._map(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
+                               halves)
+        n_carry = np.bincount(c["pid"], minlength=n_parts).astype(np.int64)
+        count = n_carry + sum(counts)
+        seg_start = np.zeros(n_parts, np.int64)
+        np.cumsum(count[:-1], out=seg_start[1:])
+        total = int(count.sum())
+        # one spare slot at the end: fill_events writes dropped events there
+        ev_t = np.empty(total + 1, np.int64)
+        ev_prog = np.empty(total + 1, np.int64)
+        ev_w = np.empty((total + 1, nw), self.dtype)
+        pos = seg_start.copy()
+        K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
+        starts = []
+        for cnt in counts:
+            starts.append(pos.copy())
+            pos += cnt
+        self._map(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
+                                          times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],
+                                          starts[i], ev_t, ev_prog, ev_w), range(len(halves)))
+        ev_t, ev_prog, ev_w = ev_t[:total], ev_prog[:total], ev_w[:total]
+        active = count > 0
+        if emit and not self.groups_are_partitions:
+            gop, n_groups = self._group_ids(n_parts)
+            ptr, emit_times = K.emit_schedule(n_groups, gop, times, cls, cls_prog, self.prog_flags, pid)
+            g_emit = ptr[1:] - ptr[:-1]
+            active |= g_emit[gop] > 0  # partitions of a group with output times still hold a window
+        seg_pid = np.nonzero(active)[0].astype(np.int64)
+        seg_lo = seg_start[seg_pid]
+        seg_hi = seg_lo + count[seg_pid]
+        replay = n_carry[seg_pid]
+        if emit and self.groups_are_partitions:
+            emit_lo, emit_hi, emit_times = K.segment_emit_schedule(seg_lo, seg_hi, replay, ev_t, ev_prog,
+                                                                   self.prog_flags)
+        elif emit:
+            emit_lo = ptr[gop[seg_pid]]
+            emit_hi = ptr[gop[seg_pid] + 1]
+        else:
+            emit_lo = emit_hi = np.zeros(len(seg_pid), np.int64)
+            emit_times = np.zeros(0, np.int64)
+        v0 = self.plan.v0.astype(self.dtype)
+        args = (self.mode, int(self.w or 0), int(self.s or 1), self.int_state)
+        tail = (emit_times, np.int64(limit), ev_t, ev_prog, ev_w, self.PT, v0, self.plan.out_rows,
+                self.X, self.next_k)
+
+        def run(r):
+            a, b = r
+            e = np.zeros(3, np.int64)
+            return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
+                                  emit_lo[a:b], emit_hi[a:b], *tail, e), e
+
+        for (out_pid, out_key, out_val), err in self._map(run, self._split(seg_hi - seg_lo)):
+            if err[0]:
+                self._raise_overflow(int(err[1]), int(err[2]))
+            if len(out_pid):
+                self.outputs.append((out_pid, out_key, out_val))
+        self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
+
+    @staticmethod
+    def _map(fn, items):
+        """``[fn(x) for x in items]``, in threads when there are several items."""
+        items = list(items)
+        if len(items) <= 1:
+            return [fn(x) for x in items]
+        futs = [_pool(len(items)).submit(fn, x) for x in items]
+        return [f.result() for f in futs]
+
+    @staticmethod
+    def _split(sizes: np.ndarray) -> list[tuple[int, int]]:
+        """Contiguous ranges of segments with about equal numbers of events, one per thread."""
+        n = len(sizes)
+        total = int(sizes.sum())
+        k = min(_n_threads(), n, total // _MIN_EVENTS_PER_THREAD)
+        if k <= 1:
+            return [(0, n)]
+        cum = np.cumsum(sizes)
+        cuts = [0] + [int(np.searchsorted(cum, total * i / k)) + 1 for i in range(1, k)] + [n]
+        cuts = sorted(set(min(max(x, 0), n) for x in cuts))
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    def _group_ids(self, n_parts: int) -> tuple[np.ndarray, int]:
+        """Dense group id of every partition id, and the number of groups."""
+        gop = np.asarray(self._group_of(np.arange(n_parts)), np.int64)
+        return np.ascontiguousarray(gop), int(gop.max()) + 1 if len(gop) else 1
 
     def _group_of(self, pids: np.ndarray) -> np.ndarray:
         """Dense group id of each partition id (partitions of one GROUP-BY value share it)."""
@@ -290,30 +512,13 @@ class LinearStream:
         gid = self.keys.join(uniq, on=g, how="left", nulls_equal=True, maintain_order="left")["__gid"]
         return gid.cast(pl.Int64).to_numpy()[pids]
 
-    def _emit_schedule(self, seg_pids: np.ndarray, emit_src):
-        if self.mode not in (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED):
-            return np.zeros(len(seg_pids) + 1, np.int64), np.zeros(0, np.int64)
-        pid_end, t_end = emit_src
-        g_end = self._group_of(pid_end)
-        g_seg = self._group_of(seg_pids)
-        ptr = [0]
-        times: list[np.ndarray] = []
-        for g in g_seg:
-            ts = np.unique(t_end[g_end == g])
-            times.append(ts)
-            ptr.append(ptr[-1] + len(ts))
-        return (np.array(ptr, np.int64),
-                np.concatenate(times).astype(np.int64) if times else np.zeros(0, np.int64))
-
-    def _set_carry(self, ev: dict, limit: int):
-        if self.mode in (K.MODE_NONE, K.MODE_EMIT_UNBOUNDED) or limit >= _BIG or not len(ev["t"]):
+    def _set_carry(self, seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit: int):
+        if self.mode in (K.MODE_NONE, K.MODE_EMIT_UNBOUNDED) or limit >= _BIG or not len(ev_t):
             self.carry = None
             return
-        if self.mode == K.MODE_SLIDE:
-            keep = ev["t"] >= self.next_k[ev["pid"]] * self.s
-        else:
-            keep = ev["t"] > limit - self.w
-        self.carry = {k: v[keep] for k, v in ev.items()}
+        idx, pid = K.carry_index(seg_lo, seg_hi, seg_pid, ev_t, self.mode, np.int64(limit),
+                                 int(self.w or 0), int(self.s or 1), self.next_k)
+        self.carry = {"t": ev_t[idx], "prog": ev_prog[idx], "w": ev_w[idx], "pid": pid}
 
     def _raise_overflow(self, pid: int, t: int):
         key = self.keys.filter(pl.col("__pid") == pid).drop("__pid").to_dicts()
@@ -322,6 +527,16 @@ class LinearStream:
             f"for query {' '.join(self.q.text.split())!r}; pass numeric='float64' for approximate results")
 
     # -------------------------------------------------------------- results
+    def result_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(partition id, key, values) of every result, in output order."""
+        ncol = len(self.plan.out_rows)
+        if not self.outputs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncol), self.dtype)
+        if len(self.outputs) == 1:
+            return self.outputs[0]
+        return (np.concatenate([o[0] for o in self.outputs]), np.concatenate([o[1] for o in self.outputs]),
+                np.concatenate([o[2] for o in self.outputs]))
+
     def result_cells(self) -> pl.DataFrame:
         """One row per (partition, key) with the output rows as columns v0..vk."""
         ncol = len(self.plan.out_rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from . import reference
@@ -20,13 +21,37 @@ def engine_support(q: Query, engine: str) -> str | None:
         return None
     if engine == "aseq" and q.is_kleene:
         return "the pattern has Kleene plus; A-Seq handles fixed-length SEQ only (use engine='greta')"
+    if engine == "greta" and uses_trend_path(q):
+        from .plan_trend import unsupported_reason as trend_reason
+
+        return trend_reason(q)
     return unsupported_reason(q)
+
+
+def uses_trend_path(q: Query) -> bool:
+    """Engine "greta" runs ``q`` on the per-event trend path (edge predicates), not the linear maps."""
+    return bool(q.edges)
+
+
+def run_class(q: Query, engine: str):
+    """The streaming run class (``push``/``finish``) of a resolved non-reference engine."""
+    if engine == "greta" and uses_trend_path(q):
+        from .engine_trend import TrendRun
+
+        return TrendRun
+    from .engine_linear import LinearRun
+
+    return LinearRun
 
 
 def choose_engine(q: Query) -> tuple[str, str]:
     """The engine ``engine="auto"`` resolves to for ``q``, and why."""
-    name = "greta" if q.is_kleene else "aseq"
+    name = "greta" if (q.is_kleene or uses_trend_path(q)) else "aseq"
     why = engine_support(q, name)
+    if why is None and uses_trend_path(q):
+        return ("greta", "edge predicates: GRETA per-event trend aggregates, predecessors found per transition "
+                         "by a Fenwick tree over ranked keys or a running sum (Numba), O(log n) per event and "
+                         "open window")
     if why is None:
         if name == "aseq":
             return ("aseq", "fixed-length sequence: prefix counters as linear maps over a two-stack "
@@ -86,6 +111,8 @@ def build_output(q: Query, prep: Prepared, cells, numeric: str) -> pl.DataFrame:
 
 def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float_comps) -> pl.DataFrame:
     """Turn linear-kernel cells (per partition) into the result: sum per group, finish AVG/SUM."""
+    if len(runs) == 1 and getattr(runs[0], "groups_are_partitions", False) and hasattr(runs[0], "result_arrays"):
+        return _output_frame_by_partition(q, prep, plan, runs[0], numeric)
     cells = runs[0].result_cells()
     if len(runs) > 1:
         fl = runs[1].result_cells()
@@ -107,32 +134,73 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float
             f"an exact int64 count or sum overflows when adding up the partitions of a group for query "
             f"{' '.join(q.text.split())!r}; pass numeric='float64' for approximate results")
     g = g.sort(by, nulls_last=True)
+    keyv = g["__key"].to_numpy()
+    group_cols = {gcol: g[gcol] for gcol in q.group_by}
+    vals = {c: g[c] for c in vcols}
+    return _assemble_output(q, prep, plan, numeric, group_cols, keyv, vals)
+
+
+def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str) -> pl.DataFrame:
+    """The result when every partition is its own group: no sums across partitions.
+
+    The cells are unique per (partition, key) and each partition's keys increase
+    in output order, so a counting sort by the rank of the partition's group
+    values gives the (group, key) order; Polars sorts only the partitions.
+    """
+    from .kernels.linear import rank_order
+
+    pid, key, val = run.result_arrays()
+    gf = run.group_frame()
+    if q.group_by and len(gf):
+        ranked = gf.with_row_index("__row").sort(list(q.group_by), nulls_last=True, maintain_order=True)
+        rank_of_pid = np.empty(len(gf), np.int64)
+        rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
+    else:
+        rank_of_pid = np.zeros(max(len(gf), 1), np.int64)
+    if len(pid):
+        order, ok = rank_order(rank_of_pid[pid], key)
+        if not ok:
+            order = np.lexsort((key, rank_of_pid[pid]))
+        pid, key, val = pid[order], key[order], val[order]
+    group_cols = {}
+    if q.group_by:
+        sel = gf.select(list(q.group_by)).gather(
+            pl.Series(np.searchsorted(gf["__pid"].to_numpy(), pid) if not _is_arange(gf["__pid"]) else pid))
+        group_cols = {gcol: sel[gcol] for gcol in q.group_by}
+    vals = {f"__v{j}": pl.Series(f"__v{j}", val[:, j]) for j in range(val.shape[1])}
+    return _assemble_output(q, prep, plan, numeric, group_cols, key, vals)
+
+
+def _is_arange(s: pl.Series) -> bool:
+    return len(s) == 0 or (s[0] == 0 and s.is_sorted() and s[-1] == len(s) - 1)
+
+
+def _assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict):
     out_schema = output_schema(q, prep.df.schema, prep.time_dtype, numeric)
+    if not len(keyv):
+        return pl.DataFrame(schema=out_schema)
     data: dict[str, pl.Series] = {}
     for gcol, lab in zip(q.group_by, q.group_labels):
-        data[lab] = g[gcol].rename(lab).cast(out_schema[lab])
-    keyv = g["__key"].to_numpy()
+        data[lab] = group_cols[gcol].rename(lab).cast(out_schema[lab])
+    keyv = np.asarray(keyv, dtype=np.int64)
     if q.window.kind == "slide":
-        data["window_start"] = time_values_to_output(
-            (keyv * prep.s).tolist(), prep.unit, prep.time_dtype).rename("window_start")
-        data["window_end"] = time_values_to_output(
-            (keyv * prep.s + prep.w).tolist(), prep.unit, prep.time_dtype).rename("window_end")
+        data["window_start"] = time_values_to_output(keyv * prep.s, prep.unit, prep.time_dtype).rename(
+            "window_start")
+        data["window_end"] = time_values_to_output(keyv * prep.s + prep.w, prep.unit, prep.time_dtype).rename(
+            "window_end")
     elif q.window.kind == "emit":
-        data[q.time_col] = time_values_to_output(keyv.tolist(), prep.unit, prep.time_dtype).rename(q.time_col)
+        data[q.time_col] = time_values_to_output(keyv, prep.unit, prep.time_dtype).rename(q.time_col)
     comp_of_agg = plan.comp_of_agg
     for a, comps in zip(q.aggs, comp_of_agg):
         if a.star:
-            col = g["__v0"]
+            col = vals["__v0"]
         elif a.func == "COUNT":
-            col = g[f"__v{1 + comps[0]}"]
+            col = vals[f"__v{1 + comps[0]}"]
         elif a.func == "SUM":
-            s, nn = g[f"__v{1 + comps[0]}"], g[f"__v{1 + comps[1]}"]
+            s, nn = vals[f"__v{1 + comps[0]}"], vals[f"__v{1 + comps[1]}"]
             col = pl.select(pl.when(nn > 0).then(s).otherwise(None)).to_series()
         else:  # AVG
-            s, nn = g[f"__v{1 + comps[0]}"], g[f"__v{1 + comps[1]}"]
+            s, nn = vals[f"__v{1 + comps[0]}"], vals[f"__v{1 + comps[1]}"]
             col = pl.select(pl.when(nn > 0).then(s.cast(pl.Float64) / nn).otherwise(None)).to_series()
         data[a.label] = col.rename(a.label).cast(out_schema[a.label])
-    names = list(out_schema)
-    if not len(g):
-        return pl.DataFrame(schema=out_schema)
-    return pl.DataFrame([data[n] for n in names])
+    return pl.DataFrame([data[n] for n in out_schema])

@@ -112,4 +112,10 @@ def explain(q) -> str:
     lines.append("output columns: " + ", ".join(q.output_columns))
     name, why = choose_engine(q)
     lines.append(f"engine (auto): {name} - {why}")
+    if q.edges and name == "greta":  # edge predicates run on greta's per-event trend path
+        from .plan_trend import transition_paths
+
+        lines.append("greta trend path, predecessors of each transition:")
+        for (s, d), how in transition_paths(q).items():
+            lines.append(f"  [{s}] {occ[s].name} -> [{d}] {occ[d].name}: {how}")
     return "\n".join(lines)

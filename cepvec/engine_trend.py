@@ -1,0 +1,375 @@
+"""Driver of the GRETA trend path (edge predicates): encode columns, carry state across batches.
+
+:class:`TrendRun` mirrors :class:`cepvec.engine_linear.LinearRun`: ``push(df,
+times)`` any number of time-ordered batches, then ``finish(prep)`` returns the
+result DataFrame. Results do not depend on how the input is cut:
+
+* the last time stamp of every batch is held back until the next batch (ties
+  are processed together: same-time events never see each other);
+* no window: each partition carries its predecessor structures as rows (one
+  per distinct key of each transition, the running sums and the final
+  totals), re-indexed together with the next batch's keys;
+* WITHIN w SLIDE s: each partition carries its events that are still inside
+  an open window and replays them (closed windows are never emitted twice).
+  Large batches are processed in pieces so that the per-window Fenwick trees
+  stay proportional to the piece, not the batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from .errors import CepvecDataError, CepvecOverflowError, UnsupportedByEngine
+from .frontend import Prepared
+from .kernels import trend as K
+from .plan_trend import TrendPlan, build
+from .polars_expr import predicate_mask, to_polars
+
+_BIG = np.iinfo(np.int64).max // 4
+_EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid")
+
+
+class _Partitions:
+    """Dense partition ids for the partition keys (GROUP-BY plus unqualified equivalences).
+
+    Float keys: NaN does not join to NaN, so keys hold (value with NaN as null, is-NaN flag).
+    """
+
+    def __init__(self, q, key_schema: dict):
+        self.q = q
+        self.float_keys = [c for c, dt in key_schema.items() if dt.is_float()]
+        ks = dict(key_schema)
+        for c in self.float_keys:
+            ks[c + "__nan"] = pl.Boolean
+        self.key_cols = list(ks)
+        self.keys = pl.DataFrame(schema={**ks, "__pid": pl.Int64})
+
+    def __len__(self) -> int:
+        return max(len(self.keys), 1)
+
+    def key_exprs(self) -> list[pl.Expr]:
+        out = []
+        for c in self.q.partition_by:
+            if c in self.float_keys:
+                out += [pl.col(c).fill_nan(None).alias(c), pl.col(c).is_nan().fill_null(False).alias(c + "__nan")]
+            else:
+                out.append(pl.col(c))
+        return out
+
+    def ids(self, df: pl.DataFrame) -> np.ndarray:
+        cols = self.key_cols
+        if not cols:
+            if len(self.keys) == 0:
+                self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
+            return np.zeros(len(df), np.int64)
+        df = df.select(self.key_exprs())
+        uniq = df.unique(maintain_order=True)
+        known = uniq.join(self.keys, on=cols, how="left", nulls_equal=True)
+        new = known.filter(pl.col("__pid").is_null()).select(cols)
+        if len(new):
+            start = len(self.keys)
+            new = new.with_columns(pl.int_range(start, start + len(new), dtype=pl.Int64).alias("__pid"))
+            self.keys = pl.concat([self.keys, new.cast(self.keys.schema)], how="vertical")
+        return df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"].to_numpy()
+
+    def group_frame(self) -> pl.DataFrame:
+        """Partition id and the original GROUP-BY values (NaN restored)."""
+        exprs = [pl.col("__pid")]
+        for g in self.q.group_by:
+            if g in self.float_keys:
+                exprs.append(pl.when(pl.col(g + "__nan")).then(float("nan")).otherwise(pl.col(g)).alias(g))
+            else:
+                exprs.append(pl.col(g))
+        return self.keys.select(exprs)
+
+    def describe(self, pid: int) -> dict:
+        key = self.keys.filter(pl.col("__pid") == pid).drop("__pid").to_dicts()
+        return key[0] if key else {}
+
+
+def _domain(dt) -> str | None:
+    """'int' or 'float' for a comparable numeric dtype, None otherwise."""
+    if dt == pl.Boolean or dt.is_integer() or dt.is_temporal():
+        return "int"
+    if dt.is_float() or dt.is_numeric():
+        return "float"
+    return None
+
+
+class TrendStream:
+    """Incremental evaluation of one query on the trend path."""
+
+    # build_output_frame: take the generic path (result_cells + group_frame), which sums the cells
+    # of the partitions of each group
+    groups_are_partitions = False
+    CHUNK = 1 << 18  # events per kernel call in SLIDE mode (bounds the carried arrays)
+    EPOCH_MIN = 512  # SLIDE: fewest new events of a partition between two key-space rebuilds
+
+    def __init__(self, plan: TrendPlan, schema: dict, *, int_state: bool, w: int | None, s: int | None):
+        self.plan = plan
+        self.q = q = plan.query
+        self.int_state = int_state
+        self.dtype = np.int64 if int_state else np.float64
+        self.mode = K.MODE_SLIDE if q.window.kind == "slide" else K.MODE_NONE
+        self.w, self.s = int(w or 0), int(s or 1)
+        self.W = (self.w + self.s - 1) // self.s + 1 if self.mode == K.MODE_SLIDE else 1
+        # components kept in float64 next to exact counts: sums of non-integer attributes
+        comps = plan.components
+        self.comp_float = [int_state and c.kind == "sum" and not schema[c.attr].is_integer() for c in comps]
+        self.main_comps = [j for j, f in enumerate(self.comp_float) if not f]
+        self.float_comps = [j for j, f in enumerate(self.comp_float) if f]
+        co = plan.arrays["comp_occ"]
+        self.comp_i = np.ascontiguousarray(co[self.main_comps]) if len(comps) else np.zeros((0, len(plan.occ_ids)), np.bool_)
+        self.comp_f = np.ascontiguousarray(co[self.float_comps]) if len(comps) else np.zeros((0, len(plan.occ_ids)), np.bool_)
+        self.comp_i = self.comp_i.reshape(len(self.main_comps), len(plan.occ_ids))
+        self.comp_f = self.comp_f.reshape(len(self.float_comps), len(plan.occ_ids))
+        # key / threshold expressions of the indexed transitions, with their comparison domain
+        empty = pl.DataFrame(schema=schema)
+        self.keyed: list[tuple[int, pl.Expr, pl.Expr, str]] = []
+        for k, t in enumerate(plan.transitions):
+            if t.index.op is None:
+                continue
+            kx, tx = to_polars(t.index.key), to_polars(t.index.thr)
+            dts = empty.select(kx.alias("k"), tx.alias("t")).schema
+            doms = [_domain(dts["k"]), _domain(dts["t"])]
+            if None in doms:
+                bad = dts["k"] if doms[0] is None else dts["t"]
+                raise UnsupportedByEngine(
+                    f"engine='greta' cannot run query {' '.join(q.text.split())!r}: edge predicate "
+                    f"{t.index.text} compares values of type {bad}; the trend path indexes numbers, booleans "
+                    "and times only. Use engine='reference'")
+            self.keyed.append((k, kx, tx, "float" if "float" in doms else "int"))
+        key_schema = {c: schema[c] for c in q.partition_by}
+        self.parts = _Partitions(q, key_schema)
+        self.next_k = np.zeros(0, np.int64)
+        self.carry: dict | None = None  # SLIDE: events still inside an open window
+        nri, nrf = 1 + len(self.main_comps), len(self.float_comps)
+        self.state = {"pid": np.zeros(0, np.int64), "tr": np.zeros(0, np.int64), "key": np.zeros(0, np.int64),
+                      "vi": np.zeros((0, nri), self.dtype), "vf": np.zeros((0, nrf), np.float64)}
+        self.held: pl.DataFrame | None = None
+        self.outputs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.last_time: int | None = None
+        self.finished = False
+
+    # -------------------------------------------------------------- encoding
+    def _encode(self, df: pl.DataFrame) -> dict:
+        plan, q = self.plan, self.q
+        tcol = pl.col(q.type_col).cast(pl.String)
+        bind = pl.lit(0, dtype=pl.Int64)
+        for b, o in enumerate(plan.occ_ids):
+            m = tcol.is_in(list(q.occs[o].types)) & predicate_mask(q.local.get(o, ()))
+            bind = bind | pl.when(m).then(pl.lit(1 << b, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
+        neg = pl.lit(0, dtype=pl.Int64)
+        for b, g in enumerate(plan.neg_ids):
+            occ = q.occs[q.negations[g].node.occ]
+            m = tcol.is_in(list(occ.types)) & predicate_mask(q.local.get(occ.id, ()))
+            neg = neg | pl.when(m).then(pl.lit(1 << b, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
+        exprs = [bind.alias("__bind"), neg.alias("__neg")]
+        for j, c in enumerate(plan.components):
+            wdt = pl.Float64 if (self.comp_float[j] or not self.int_state) else pl.Int64
+            if c.kind == "count":
+                x = pl.lit(1, dtype=wdt)
+            elif c.kind == "nonnull":
+                v = pl.col(c.attr)  # NaN reads as null, as in the reference engine
+                x = (v.is_not_null() & v.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()).cast(wdt)
+            else:
+                v = pl.col(c.attr)
+                if wdt == pl.Float64:
+                    v = v.cast(pl.Float64)
+                    v = pl.when(v.is_nan()).then(None).otherwise(v)
+                x = v.fill_null(0).cast(wdt)
+            exprs.append(x.alias(f"__w{j}"))
+        for k, kx, tx, dom in self.keyed:
+            for name, x in (("k", kx), ("t", tx)):
+                if dom == "float":
+                    x = x.cast(pl.Float64)
+                    x = pl.when(x.is_nan()).then(None).otherwise(x)
+                else:
+                    x = x.to_physical().cast(pl.Int64)
+                exprs.append(x.alias(f"__{name}{k}"))
+        # NaN reads as null in every predicate (as in the reference engine): Polars would order it
+        # above every number, so a local predicate such as v > -1 would hold
+        enc = df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None)).select(exprs)
+        n = len(df)
+        NT = len(plan.transitions)
+        out = {"bind": enc["__bind"].to_numpy().astype(np.int64), "neg": enc["__neg"].to_numpy().astype(np.int64)}
+        wi = np.zeros((n, len(self.main_comps)), self.dtype)
+        for col, j in enumerate(self.main_comps):
+            wi[:, col] = enc[f"__w{j}"].to_numpy()
+        wf = np.zeros((n, len(self.float_comps)), np.float64)
+        for col, j in enumerate(self.float_comps):
+            wf[:, col] = enc[f"__w{j}"].to_numpy()
+        key = np.zeros((n, NT), np.int64)
+        thr = np.zeros((n, NT), np.int64)
+        kok = np.zeros((n, NT), np.bool_)
+        tok = np.zeros((n, NT), np.bool_)
+        for k, _, _, dom in self.keyed:
+            for name, val, ok in (("k", key, kok), ("t", thr, tok)):
+                s = enc[f"__{name}{k}"]
+                ok[:, k] = s.is_not_null().to_numpy()
+                v = s.fill_null(0).to_numpy()
+                val[:, k] = K.float_order_key(v) if dom == "float" else v.astype(np.int64)
+        out.update(wi=wi, wf=wf, key=key, thr=thr, kok=kok, tok=tok)
+        return out
+
+    # -------------------------------------------------------------- streaming
+    def _carry_len(self) -> int:
+        return len(self.carry["t"]) if self.carry is not None else 0
+
+    def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        """Consume the next time-ordered batch (``times`` in the time unit)."""
+        n = len(df)
+        if self.mode != K.MODE_SLIDE or n <= self.CHUNK:
+            self._push(df, times)
+            return
+        a = 0
+        while a < n:
+            b = min(n, a + max(self.CHUNK, 2 * self._carry_len()))
+            self._push(df[a:b], times[a:b])
+            a = b
+
+    def _push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        if len(df) and self.last_time is not None and times[0] < self.last_time:
+            raise CepvecDataError(
+                f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
+                "batches must arrive in time order")
+        df = df.with_columns(pl.Series("__t", np.asarray(times, np.int64)))
+        if self.held is not None:
+            df = pl.concat([self.held, df], how="vertical_relaxed")
+            self.held = None
+        if not len(df):
+            return
+        # equal time stamps may continue in the next batch: hold the last one back
+        tv = df["__t"].to_numpy()
+        tmax = int(tv[-1])
+        cut = int(np.searchsorted(tv, tmax, side="left"))
+        self.held = df[cut:]
+        df = df[:cut]
+        self.last_time = tmax
+        self._process(df, tmax)
+
+    def finish(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        held, self.held = self.held, None
+        self._process(held, _BIG)
+        if self.mode == K.MODE_NONE:
+            st = self.state
+            fin = st["tr"] == len(self.plan.transitions)
+            vi = st["vi"][fin]
+            nz = vi[:, 0] != 0
+            self.outputs.append((st["pid"][fin][nz], np.zeros(int(nz.sum()), np.int64), vi[nz], st["vf"][fin][nz]))
+
+    def _process(self, df: pl.DataFrame | None, limit: int) -> None:
+        plan = self.plan
+        new = None
+        if df is not None and len(df):
+            enc = self._encode(df)
+            keep = (enc["bind"] != 0) | (enc["neg"] != 0)
+            enc["t"] = df["__t"].to_numpy().astype(np.int64)
+            if keep.any():
+                enc["pid"] = self.parts.ids(df.filter(pl.Series(keep)))
+                new = {k: np.ascontiguousarray(enc[k][keep]) if k != "pid" else enc["pid"] for k in _EVENT_KEYS}
+        if len(self.next_k) < len(self.parts):
+            nk = np.zeros(len(self.parts), np.int64)
+            nk[: len(self.next_k)] = self.next_k
+            self.next_k = nk
+        parts = [p for p in (self.carry, new) if p is not None and len(p["t"])]
+        if not parts:
+            if self.mode == K.MODE_SLIDE and limit >= _BIG:
+                self.carry = None
+            return
+        ev = {k: np.concatenate([p[k] for p in parts]) for k in _EVENT_KEYS}
+        order, seg_all = K.partition_order(ev["pid"], len(self.parts))
+        ev = {k: np.ascontiguousarray(v[order]) for k, v in ev.items()}
+        counts = np.diff(seg_all)
+        seg_pids = np.nonzero(counts)[0].astype(np.int64)
+        seg_ptr = np.append(seg_all[seg_pids], len(order)).astype(np.int64)
+        # MODE_NONE: the carried state rows of these partitions, grouped like the segments
+        st = self.state
+        sel = np.isin(st["pid"], seg_pids)
+        cs = {k: np.ascontiguousarray(v[sel]) for k, v in st.items()}
+        cs_ptr = np.searchsorted(cs["pid"], np.append(seg_pids, np.iinfo(np.int64).max)).astype(np.int64)
+        cs_ptr[-1] = len(cs["pid"])
+        A = plan.arrays
+        err = np.zeros(3, np.int64)
+        res = K.run_segments(
+            self.mode, self.w, self.s, self.W, self.int_state, np.int64(limit),
+            seg_ptr, seg_pids, self.next_k,
+            ev["t"], ev["bind"], ev["neg"], ev["wi"], ev["wf"], ev["key"], ev["kok"], ev["thr"], ev["tok"],
+            A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["out_ptr"], A["out_tr"],
+            A["tr_src"], A["tr_kind"], A["tr_reset"], A["start_reset"], A["end_reset"], self.comp_i, self.comp_f,
+            cs_ptr, cs["tr"], cs["key"], cs["vi"], cs["vf"], np.int64(self.EPOCH_MIN), err)
+        if err[0]:
+            raise CepvecOverflowError(
+                f"an exact int64 count or sum overflows in partition {self.parts.describe(int(err[1]))} near time "
+                f"{int(err[2])} for query {' '.join(self.q.text.split())!r}; pass numeric='float64' for "
+                "approximate results")
+        out_pid, out_key, out_vi, out_vf, so_pid, so_tr, so_key, so_vi, so_vf = res
+        if len(out_pid):
+            self.outputs.append((out_pid, out_key, out_vi, out_vf))
+        if self.mode == K.MODE_NONE:
+            rest = {k: v[~sel] for k, v in st.items()}
+            merged = {k: np.concatenate([rest[k], v]) for k, v in
+                      zip(("pid", "tr", "key", "vi", "vf"), (so_pid, so_tr, so_key, so_vi, so_vf))}
+            o = np.argsort(merged["pid"], kind="stable")
+            self.state = {k: np.ascontiguousarray(v[o]) for k, v in merged.items()}
+        elif limit >= _BIG:
+            self.carry = None
+        else:
+            keep = ev["t"] >= self.next_k[ev["pid"]] * self.s
+            self.carry = {k: v[keep] for k, v in ev.items()}
+
+    # -------------------------------------------------------------- results
+    def group_frame(self) -> pl.DataFrame:
+        return self.parts.group_frame()
+
+    def result_cells(self) -> pl.DataFrame:
+        """One row per (partition, key) with the count as ``__v0`` and component j as ``__v{1+j}``."""
+        nri, nrf = 1 + len(self.main_comps), len(self.float_comps)
+        if self.outputs:
+            pid = np.concatenate([o[0] for o in self.outputs])
+            key = np.concatenate([o[1] for o in self.outputs])
+            vi = np.concatenate([o[2] for o in self.outputs])
+            vf = np.concatenate([o[3] for o in self.outputs])
+        else:
+            pid = key = np.zeros(0, np.int64)
+            vi = np.zeros((0, nri), self.dtype)
+            vf = np.zeros((0, nrf), np.float64)
+        data = {"__pid": pid, "__key": key, "__v0": vi[:, 0]}
+        for col, j in enumerate(self.main_comps):
+            data[f"__v{1 + j}"] = vi[:, 1 + col]
+        for col, j in enumerate(self.float_comps):
+            data[f"__v{1 + j}"] = vf[:, col]
+        return pl.DataFrame(data).select(["__pid", "__key"] + [f"__v{j}" for j in range(1 + len(self.plan.components))])
+
+
+class TrendRun:
+    """One query over one time-ordered stream on the trend path (same interface as ``LinearRun``)."""
+
+    def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
+        self.q = q
+        self.plan = build(q)
+        self.numeric = numeric
+        self.stream = TrendStream(self.plan, schema, int_state=numeric == "int64", w=w, s=s)
+
+    def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        self.stream.push(df, times)
+
+    def finish(self, prep: Prepared) -> pl.DataFrame:
+        from .engines import build_output_frame
+
+        self.stream.finish()
+        return build_output_frame(self.q, prep, self.plan, [self.stream], self.numeric, [])
+
+
+def run_trend(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
+    """Evaluate ``q`` on the trend path (``batches``: cut points, for tests)."""
+    run = TrendRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
+    times = prep.times.to_numpy()
+    cuts = [0] + sorted(set(batches or [])) + [len(prep.df)]
+    for a, b in zip(cuts, cuts[1:]):
+        run.push(prep.df[a:b], times[a:b])
+    return run.finish(prep)

@@ -1,0 +1,357 @@
+"""The GRETA trend path (edge predicates) agrees with the reference engine.
+
+* Exhaustive tiny streams: every stream of up to 4 events over types {A, B, C}
+  and times {0, 1, 3} (one order per multiset of types at a time stamp), each
+  stream its own partition (``[sid]``, GROUP-BY sid) so one run checks them
+  all, for the issue's shapes with edge predicates, on every supported window
+  form, also with the smallest epochs (key spaces rebuilt after every group).
+* Hypothesis: generated queries (shape, edge predicate, window, aggregates,
+  equivalence / GROUP-BY) and streams, including float attributes with NaN.
+* Batch-split invariance: ``TrendRun.push`` fed with arbitrary cuts (inside
+  runs of equal time stamps too), and the Arrow kernel.
+* GRETA Q1 and Q2 on small generated data; int64 overflow detection; the
+  queries the trend path refuses, with their reasons.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cepvec
+from cepvec.engine_trend import TrendRun, TrendStream, run_trend
+from cepvec.engines import choose_engine, engine_support, uses_trend_path
+from cepvec.frontend import prepare
+from cepvec.generators import cluster_monitoring, stock_trades
+from tests.strategies import streams
+from tests.test_oracle_agreement import rows_differ
+
+pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
+
+# (pattern, edge predicate, variable to aggregate)
+SHAPES = [
+    ("A+", "A.x > NEXT(A).x", "A"),
+    ("SEQ(A, B+, C)", "B.x < NEXT(B).x", "B"),
+    ("(SEQ(A+, B))+", "A.x <= NEXT(A).x", "A"),
+    ("SEQ(A a, B b)", "a.x < b.x * 2", "b"),
+    ("SEQ(A+, B)", "A.x >= NEXT(B).x", "A"),
+    ("A+", "A.x = NEXT(A).x - 1", "A"),
+    ("SEQ(A a1, B, A a2+)", "a2.x > NEXT(a2).x", "a2"),
+    ("SEQ(A+, NOT C, B)", "A.x < NEXT(A).x", "A"),
+    ("SEQ(NOT C, A+)", "A.x > NEXT(A).x", "A"),
+    ("SEQ(A+, NOT C)", "A.x >= NEXT(A).x", "A"),
+    ("SEQ(A, NOT C, B+)", "A.x > NEXT(B).x", "B"),
+]
+WINDOWS = ["", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 3", "WITHIN 2 SLIDE 3", "WITHIN 3 SLIDE 2"]
+X_CYCLE = (2, 0, 1, 1, 3)
+
+
+def _rows(df: pl.DataFrame) -> list[dict]:
+    return df.to_dicts()
+
+
+def run_cut(q, df: pl.DataFrame, cuts, numeric: str = "int64") -> pl.DataFrame:
+    """The trend path fed through ``TrendRun.push`` in batches cut at ``cuts``."""
+    prep = prepare(q, df)
+    run = TrendRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
+    times = prep.times.to_numpy()
+    bounds = [0] + sorted({c for c in cuts if 0 < c < len(prep.df)}) + [len(prep.df)]
+    for a, b in zip(bounds, bounds[1:]):
+        run.push(prep.df[a:b], times[a:b])
+    return run.finish(prep)
+
+
+def _all_tiny_streams(n_max: int = 4, times=(0, 1, 3), types="ABC") -> pl.DataFrame:
+    """Every tiny stream, each with its own ``sid``; x cycles through X_CYCLE (shifted per stream)."""
+    rows = []
+    sid = 0
+    for n in range(1, n_max + 1):
+        for ts in itertools.combinations_with_replacement(times, n):
+            for tys in itertools.product(types, repeat=n):
+                if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
+                    continue
+                for i, (t, ty) in enumerate(zip(ts, tys)):
+                    rows.append((sid, t, ty, X_CYCLE[(i + sid) % len(X_CYCLE)]))
+                sid += 1
+    return pl.DataFrame(rows, schema={"sid": pl.Int64, "time": pl.Int64, "type": pl.String, "x": pl.Int64},
+                        orient="row")
+
+
+TINY = _all_tiny_streams()
+
+
+@pytest.fixture
+def tiny_epochs(monkeypatch):
+    """Rebuild the key spaces as often as possible (one epoch per time stamp)."""
+    monkeypatch.setattr(TrendStream, "EPOCH_MIN", 1)
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.parametrize("shape", SHAPES, ids=[f"{p} WHERE {e}" for p, e, _ in SHAPES])
+def test_exhaustive_tiny_streams(shape, window):
+    pattern, edge, v = shape
+    text = (f"RETURN sid, COUNT(*), COUNT({v}), SUM({v}.x), AVG({v}.x) PATTERN {pattern} "
+            f"WHERE [sid] AND {edge} GROUP-BY sid {window}")
+    q = cepvec.compile(text)
+    assert uses_trend_path(q) and engine_support(q, "greta") is None, engine_support(q, "greta")
+    assert choose_engine(q)[0] == "greta"
+    want = _rows(cepvec.run(q, TINY, engine="reference"))
+    got = _rows(cepvec.run(q, TINY, engine="greta"))
+    assert rows_differ(got, want) is None, f"{text}: {rows_differ(got, want)}"
+    assert want or window  # without a window every shape has matches here
+
+
+@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 2"])
+@pytest.mark.parametrize("shape", SHAPES[:4] + SHAPES[7:8], ids=lambda s: s[0] if isinstance(s, tuple) else s)
+def test_exhaustive_tiny_streams_smallest_epochs(shape, window, tiny_epochs):
+    pattern, edge, v = shape
+    text = f"RETURN sid, COUNT(*), SUM({v}.x) PATTERN {pattern} WHERE [sid] AND {edge} GROUP-BY sid {window}"
+    q = cepvec.compile(text)
+    want = _rows(cepvec.run(q, TINY, engine="reference"))
+    got = _rows(run_cut(q, TINY, [len(TINY) // 3, len(TINY) // 2]))
+    assert rows_differ(got, want) is None, f"{text}: {rows_differ(got, want)}"
+
+
+def test_exhaustive_without_partitions():
+    """One partition, many events: every tiny stream concatenated in time (no GROUP-BY)."""
+    df = TINY.with_columns(time=pl.col("time") + 5 * pl.col("sid")).filter(pl.col("sid") < 60)
+    for pattern, edge, v in SHAPES[:4]:
+        for window in ("WITHIN 6 SLIDE 2", "WITHIN 4 SLIDE 4"):
+            text = f"RETURN COUNT(*), SUM({v}.x) PATTERN {pattern} WHERE {edge} {window}"
+            q = cepvec.compile(text)
+            want = _rows(cepvec.run(q, df, engine="reference"))
+            got = _rows(cepvec.run(q, df, engine="greta"))
+            assert rows_differ(got, want) is None, f"{text}: {rows_differ(got, want)}"
+
+
+# --------------------------------------------------------------------------- Hypothesis
+EDGES = {
+    "A+": ["A.x > NEXT(A).x", "A.x <= NEXT(A).x", "A.v * 2 <= NEXT(A).v", "A.x + 1 > NEXT(A).x",
+           "A.x = NEXT(A).x", "NEXT(A).x >= A.x - 1"],
+    "SEQ(A, B+, C)": ["B.x < NEXT(B).x", "B.v >= NEXT(B).v", "A.x < NEXT(B).x", "B.x = NEXT(C).x"],
+    "(SEQ(A+, B))+": ["A.x <= NEXT(A).x", "B.x > NEXT(A).x", "A.v < NEXT(B).v"],
+    "SEQ(A a, B b)": ["a.x < b.x * 2", "a.v > b.v", "a.x = b.x"],
+    "SEQ(A a, B b, C c)": ["a.x < b.x AND b.x < c.x", "b.v <= c.v"],
+    "SEQ(A+, NOT C, B)": ["A.x < NEXT(A).x", "A.x >= NEXT(B).x"],
+    "SEQ(NOT C, A+)": ["A.x > NEXT(A).x"],
+    "SEQ(A+, NOT C)": ["A.v < NEXT(A).v"],
+    "SEQ(A a1, B, A a2+)": ["a2.x > NEXT(a2).x", "a1.x < NEXT(B).x"],
+}
+AGGS = {"A+": "A", "SEQ(A, B+, C)": "B", "(SEQ(A+, B))+": "A", "SEQ(A a, B b)": "a", "SEQ(A a, B b, C c)": "c",
+        "SEQ(A+, NOT C, B)": "A", "SEQ(NOT C, A+)": "A", "SEQ(A+, NOT C)": "A", "SEQ(A a1, B, A a2+)": "a2"}
+
+
+@st.composite
+def trend_queries(draw):
+    pattern = draw(st.sampled_from(sorted(EDGES)))
+    edge = draw(st.sampled_from(EDGES[pattern]))
+    v = AGGS[pattern]
+    where = [edge]
+    if draw(st.booleans()):
+        where.append(draw(st.sampled_from([f"{v}.x >= 0", "x != 1", "v > -1"])))
+    group = draw(st.integers(0, 3))  # 0: none, 1: [id], 2: GROUP-BY id, 3: both
+    if group & 1:
+        where.insert(0, "[id]")
+    aggs = draw(st.lists(st.sampled_from(["COUNT(*)", f"COUNT({v})", f"SUM({v}.x)", f"AVG({v}.x)",
+                                          f"SUM({v}.v)", f"AVG({v}.v)"]), min_size=1, max_size=3, unique=True))
+    ret = (["id"] if group & 2 else []) + aggs
+    window = draw(st.sampled_from(["", "", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 3", "WITHIN 2 SLIDE 3",
+                                   "WITHIN 4 SLIDE 2", "WITHIN 5 SLIDE 1"]))
+    text = f"RETURN {', '.join(ret)} PATTERN {pattern} WHERE {' AND '.join(where)}"
+    if group & 2:
+        text += " GROUP-BY id"
+    return f"{text} {window}".strip()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trend_queries(), streams(max_events=9, max_time=5, types="ABC"), st.lists(st.integers(0, 9), max_size=4),
+       st.sampled_from(["int64", "float64"]))
+def test_trend_path_agrees_with_reference(text, df, cuts, numeric):
+    q = cepvec.compile(text)  # (a.x = b.x over a whole SEQ becomes an equivalence: linear path)
+    assert engine_support(q, "greta") is None, (text, engine_support(q, "greta"))
+    want = _rows(cepvec.run(q, df, engine="reference", numeric=numeric))
+    got = _rows(cepvec.run(q, df, engine="greta", numeric=numeric))
+    assert rows_differ(got, want) is None, f"{text}\n{df}\n{rows_differ(got, want)}"
+    if not uses_trend_path(q):
+        return
+    got_cut = _rows(run_cut(q, df, cuts, numeric=numeric))
+    assert rows_differ(got_cut, want) is None, f"cut at {sorted(set(cuts))}: {text}\n{df}\n{rows_differ(got_cut, want)}"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trend_queries(), st.data())
+def test_batch_split_invariance(text, data):
+    """Longer streams (no reference): any cut gives exactly the rows of the uncut run."""
+    q = cepvec.compile(text)
+    if not uses_trend_path(q):
+        return
+    n = data.draw(st.integers(0, 40), label="n")
+    df = data.draw(streams(max_events=n, max_time=12, types="ABC"), label="stream") if n <= 8 else pl.concat(
+        [data.draw(streams(max_events=8, max_time=3, types="ABC")).with_columns(pl.col("time") + 4 * k)
+         for k in range(n // 8)])
+    whole = _rows(run_trend(q, prepare(q, df)))
+    cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=6), label="cuts")
+    assert rows_differ(_rows(run_cut(q, df, cuts)), whole) is None, (text, cuts)
+
+
+def test_arrow_kernel_uses_trend_path():
+    df = stock_trades(n_events=400, seed=3, n_companies=4, n_sectors=2)
+    text = ("RETURN sector, COUNT(*), AVG(S.price) PATTERN Stock S+ WHERE [company, sector] AND "
+            "S.price > NEXT(S).price GROUP-BY sector WITHIN 20 seconds SLIDE 5 seconds")
+    want = cepvec.run(text, df, engine="greta")
+    k = cepvec.kernel(text, schema=dict(df.schema), engine="greta")
+    src = df.sort("sector", "time").to_arrow()
+    out = list(k(iter(src.to_batches(max_chunksize=37))))
+    got = pl.from_arrow(pa.Table.from_batches(out, schema=k.arrow_schema)).sort("sector", "window_start")
+    assert rows_differ(_rows(got), _rows(want.sort("sector", "window_start"))) is None
+
+
+# --------------------------------------------------------------------------- GRETA queries
+Q1 = ("RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price "
+      "GROUP-BY sector WITHIN {w} SLIDE {s}")
+Q2 = ("RETURN mapper, SUM(M.cpu) PATTERN SEQ(Start S, Measurement M+, End E) WHERE [job, mapper] AND "
+      "M.load < NEXT(M).load GROUP-BY mapper WITHIN {w} SLIDE {s}")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("w,s", [("30 seconds", "10 seconds"), ("20 seconds", "20 seconds"), ("10 seconds", "15 seconds")])
+def test_greta_q1_small(seed, w, s):
+    df = stock_trades(n_events=300, seed=seed, n_companies=3, n_sectors=2)
+    q = cepvec.compile(Q1.format(w=w, s=s))
+    assert choose_engine(q)[0] == "greta"
+    want = _rows(cepvec.run(q, df, engine="reference"))
+    got = _rows(cepvec.run(q, df))
+    assert want and rows_differ(got, want) is None
+    assert rows_differ(_rows(run_cut(q, df, [17, 100, 101, 250])), want) is None
+
+
+def test_greta_q1_variants_small():
+    df = stock_trades(n_events=120, seed=5, n_companies=2, n_sectors=1)
+    for pred in ("S.price * 1.05 < NEXT(S).price", "S.price < NEXT(S).price * 0.99 + 1",
+                 "S.price >= NEXT(S).price", "S.volume <= NEXT(S).volume"):
+        text = (f"RETURN sector, COUNT(*), SUM(S.volume), AVG(S.price) PATTERN Stock S+ WHERE [company, sector] "
+                f"AND {pred} GROUP-BY sector WITHIN 40 seconds SLIDE 20 seconds")
+        q = cepvec.compile(text)
+        want = _rows(cepvec.run(q, df, engine="reference"))
+        got = _rows(cepvec.run(q, df))
+        assert rows_differ(got, want) is None, text
+
+
+def test_greta_q1_no_window_small():
+    df = stock_trades(n_events=60, seed=2, n_companies=3, n_sectors=3)
+    q = cepvec.compile("RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [company, sector] AND "
+                       "S.price > NEXT(S).price GROUP-BY sector")
+    want = _rows(cepvec.run(q, df, engine="reference"))
+    assert rows_differ(_rows(cepvec.run(q, df)), want) is None
+    assert rows_differ(_rows(run_cut(q, df, [1, 7, 8, 30, 59])), want) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("w,s", [("20 seconds", "10 seconds"), ("30 seconds", "30 seconds")])
+def test_greta_q2_small(seed, w, s):
+    df = cluster_monitoring(n_events=300, seed=seed, n_mappers=3, n_jobs=2, mean_measurements=6)
+    q = cepvec.compile(Q2.format(w=w, s=s))
+    assert choose_engine(q)[0] == "greta"
+    want = _rows(cepvec.run(q, df, engine="reference"))
+    got = _rows(cepvec.run(q, df))
+    assert want and rows_differ(got, want) is None
+    assert rows_differ(_rows(run_cut(q, df, [3, 150, 299])), want) is None
+
+
+# --------------------------------------------------------------------------- exactness
+def test_int64_overflow_is_detected():
+    n = 70  # every subsequence of 70 equal values is a trend: 2**70 - 1 of them
+    df = pl.DataFrame({"type": ["A"] * n, "time": list(range(n)), "x": [0] * n})
+    for window in ("", "WITHIN 100 SLIDE 50"):
+        q = cepvec.compile(f"RETURN COUNT(*) PATTERN A+ WHERE A.x <= NEXT(A).x {window}")
+        with pytest.raises(cepvec.CepvecOverflowError, match="overflows"):
+            cepvec.run(q, df, engine="greta")
+        got = cepvec.run(q, df, engine="greta", numeric="float64")["COUNT(*)"][0]
+        assert got == pytest.approx(2.0 ** 70)
+
+
+def test_counts_just_below_int64_max_are_exact():
+    n = 62  # 2**62 - 1 trends: exact, no overflow
+    df = pl.DataFrame({"type": ["A"] * n, "time": list(range(n)), "x": list(range(n))})
+    q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.x < NEXT(A).x")
+    assert cepvec.run(q, df)["COUNT(*)"].to_list() == [2 ** 62 - 1]
+    assert run_cut(q, df, [10, 11, 40])["COUNT(*)"].to_list() == [2 ** 62 - 1]
+
+
+def test_float_keys_order_and_nan():
+    df = pl.DataFrame({"type": ["A"] * 6, "time": [1, 2, 3, 4, 5, 6],
+                       "v": [-0.0, 0.0, float("nan"), -1e300, float("inf"), None]})
+    for op in ("<", "<=", ">", ">=", "="):
+        q = cepvec.compile(f"RETURN COUNT(*), COUNT(A), SUM(A.v) PATTERN A+ WHERE A.v {op} NEXT(A).v")
+        want = _rows(cepvec.run(q, df, engine="reference"))
+        assert rows_differ(_rows(cepvec.run(q, df, engine="greta")), want) is None, op
+
+
+def test_equal_times_never_adjacent():
+    df = pl.DataFrame({"type": ["A"] * 5, "time": [1, 1, 1, 2, 2], "x": [3, 2, 1, 0, 0]})
+    q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x")
+    # singles: 5; pairs across times 1 -> 2: 3 * 2
+    assert cepvec.run(q, df)["COUNT(*)"].to_list() == [11]
+    for cut in range(6):
+        assert run_cut(q, df, [cut])["COUNT(*)"].to_list() == [11]
+
+
+# --------------------------------------------------------------------------- refusals
+REFUSED = [
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x WITHIN 5", "per-start state"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x WITHIN 5 EMIT CHANGES", "per-start state"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x EMIT CHANGES", "per-start state"),
+    ("RETURN MIN(A.x) PATTERN A+ WHERE A.x > NEXT(A).x", "MIN/MAX"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.x + NEXT(A).x > 3", "mixes attributes of both events"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x AND A.y < NEXT(A).y", "several edge predicates"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.x != NEXT(A).x", "not a comparison with"),
+    ("RETURN segment, COUNT(*) PATTERN SEQ(NOT Accident A, Position P+) WHERE [P.vehicle, segment] AND "
+     "P.speed > NEXT(P).speed GROUP-BY segment WITHIN 10 minutes SLIDE 1 minute", "one variable only"),
+    ("RETURN COUNT(*) PATTERN SEQ(A+, NOT SEQ(C, D), B) WHERE A.x > NEXT(A).x", "more than one event"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE skip_till_next_match(A) { A.x > NEXT(A).x }", "skip-till-next-match"),
+]
+
+
+@pytest.mark.parametrize("text,why", REFUSED)
+def test_refused_with_reason(text, why):
+    try:
+        q = cepvec.compile(text)
+    except cepvec.CepvecError:
+        pytest.skip("the language does not accept this form")
+    reason = engine_support(q, "greta")
+    assert reason is not None
+    if why is not None:
+        assert why in reason, reason
+    df = pl.DataFrame({"type": ["A", "A"], "time": [1, 2], "x": [2, 1], "y": [0, 1]})
+    with pytest.raises(cepvec.UnsupportedByEngine, match="cannot run"):
+        cepvec.run(q, df, engine="greta")
+    assert choose_engine(q)[0] == "reference"
+
+
+def test_string_keys_fall_back_under_auto():
+    df = pl.DataFrame({"type": ["A", "A", "A"], "time": [1, 2, 3], "name": ["c", "b", "a"]})
+    q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.name > NEXT(A).name")
+    with pytest.raises(cepvec.UnsupportedByEngine, match="numbers, booleans and times"):
+        cepvec.run(q, df, engine="greta")
+    assert cepvec.run(q, df)["COUNT(*)"].to_list() == cepvec.run(q, df, engine="reference")["COUNT(*)"].to_list()
+
+
+def test_aseq_stays_linear_and_greta_takes_edge_sequences():
+    q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE a.x < b.x")
+    assert "edge predicates" in engine_support(q, "aseq")
+    assert engine_support(q, "greta") is None
+    assert choose_engine(q)[0] == "greta"
+    q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b)")
+    assert choose_engine(q)[0] == "aseq" and not uses_trend_path(q)
+
+
+def test_explain_names_the_path_of_each_transition():
+    text = cepvec.compile(Q2.format(w="1 minute", s="30 seconds")).explain()
+    assert "engine (auto): greta" in text
+    assert "[1] M -> [1] M: Fenwick tree over the ranks of PREV.load" in text
+    assert "[0] S -> [1] M: running sum" in text

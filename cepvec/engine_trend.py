@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .errors import CepvecDataError, CepvecOverflowError, UnsupportedByEngine
+from .errors import CepvecDataError, CepvecOverflowError, CepvecPlanError, UnsupportedByEngine
 from .frontend import Prepared
 from .kernels import trend as K
 from .plan_trend import TrendPlan, build
@@ -105,6 +105,7 @@ class TrendStream:
     groups_are_partitions = False
     CHUNK = 1 << 18  # events per kernel call in SLIDE mode (bounds the carried arrays)
     EPOCH_MIN = 512  # SLIDE: fewest new events of a partition between two key-space rebuilds
+    MAX_CELLS = 1 << 26  # tree cells (keys x open windows x row width) one kernel call may allocate
 
     def __init__(self, plan: TrendPlan, schema: dict, *, int_state: bool, w: int | None, s: int | None):
         self.plan = plan
@@ -119,11 +120,10 @@ class TrendStream:
         self.comp_float = [int_state and c.kind == "sum" and not schema[c.attr].is_integer() for c in comps]
         self.main_comps = [j for j, f in enumerate(self.comp_float) if not f]
         self.float_comps = [j for j, f in enumerate(self.comp_float) if f]
-        co = plan.arrays["comp_occ"]
-        self.comp_i = np.ascontiguousarray(co[self.main_comps]) if len(comps) else np.zeros((0, len(plan.occ_ids)), np.bool_)
-        self.comp_f = np.ascontiguousarray(co[self.float_comps]) if len(comps) else np.zeros((0, len(plan.occ_ids)), np.bool_)
-        self.comp_i = self.comp_i.reshape(len(self.main_comps), len(plan.occ_ids))
-        self.comp_f = self.comp_f.reshape(len(self.float_comps), len(plan.occ_ids))
+        co = plan.arrays["comp_occ"]  # (components, occurrences)
+        n_occ = len(plan.occ_ids)
+        self.comp_i = np.ascontiguousarray(co[self.main_comps].reshape(len(self.main_comps), n_occ))
+        self.comp_f = np.ascontiguousarray(co[self.float_comps].reshape(len(self.float_comps), n_occ))
         # key / threshold expressions of the indexed transitions, with their comparison domain
         empty = pl.DataFrame(schema=schema)
         self.keyed: list[tuple[int, pl.Expr, pl.Expr, str]] = []
@@ -301,7 +301,13 @@ class TrendStream:
             ev["t"], ev["bind"], ev["neg"], ev["wi"], ev["wf"], ev["key"], ev["kok"], ev["thr"], ev["tok"],
             A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["out_ptr"], A["out_tr"],
             A["tr_src"], A["tr_kind"], A["tr_reset"], A["start_reset"], A["end_reset"], self.comp_i, self.comp_f,
-            cs_ptr, cs["tr"], cs["key"], cs["vi"], cs["vf"], np.int64(self.EPOCH_MIN), err)
+            cs_ptr, cs["tr"], cs["key"], cs["vi"], cs["vf"], np.int64(self.EPOCH_MIN), np.int64(self.MAX_CELLS), err)
+        if err[0] == K.ERR_MEMORY:
+            raise CepvecPlanError(
+                f"the trend path would hold {int(err[2]):,} window cells for partition "
+                f"{self.parts.describe(int(err[1]))} of query {' '.join(self.q.text.split())!r}: every event is "
+                f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
+                "events; use a coarser SLIDE or a shorter WITHIN")
         if err[0]:
             raise CepvecOverflowError(
                 f"an exact int64 count or sum overflows in partition {self.parts.describe(int(err[1]))} near time "

@@ -16,7 +16,10 @@ from . import ast as A
 def to_polars(expr, columns: dict[str, str] | None = None) -> pl.Expr:
     """Polars expression for ``expr``; ``columns`` maps Ref.var to a column prefix."""
     def col(ref: A.Ref) -> pl.Expr:
-        return pl.col(ref.attr)
+        # NaN reads as null in predicates (as in the reference engine); Polars would order NaN
+        # above every number. The cast is a no-op test for non-float columns.
+        x = pl.col(ref.attr)
+        return pl.when(x.cast(pl.Float64, strict=False).is_nan().fill_null(False)).then(None).otherwise(x)
 
     def go(e) -> pl.Expr:
         if isinstance(e, A.Num):

@@ -1221,57 +1221,6 @@ def _inplace_order(trips):
 # ---------------------------------------------------------------------- input preparation
 
 @jit
-def scatter_events(n_parts, c_t, c_prog, c_w, c_pid, n_t, n_cls, cls_prog, n_w, n_pid):
-    """Group carried and new events by partition (stable counting sort, keeps time order).
-
-    Carried events (``c_*``, already program ids) come first in their
-    partition; a new event ``i`` has program ``cls_prog[n_cls[i]]`` and is
-    dropped when that is negative (it binds nothing and completes no negation).
-
-    Returns ``(seg_start, count, n_carry, t, prog, w)``: partition ``p``'s
-    events are ``[seg_start[p], seg_start[p] + count[p])``, its first
-    ``n_carry[p]`` of them carried.
-    """
-    count = np.zeros(n_parts, np.int64)
-    n_carry = np.zeros(n_parts, np.int64)
-    for i in range(c_t.shape[0]):
-        n_carry[c_pid[i]] += 1
-    for i in range(n_t.shape[0]):
-        if cls_prog[n_cls[i]] >= 0:
-            count[n_pid[i]] += 1
-    seg_start = np.empty(n_parts, np.int64)
-    pos = np.empty(n_parts, np.int64)
-    acc = 0
-    for p in range(n_parts):
-        seg_start[p] = acc
-        pos[p] = acc
-        count[p] += n_carry[p]
-        acc += count[p]
-    nw = n_w.shape[1]
-    t = np.empty(acc, np.int64)
-    prog = np.empty(acc, np.int64)
-    w = np.empty((acc, nw), n_w.dtype)
-    for i in range(c_t.shape[0]):
-        j = pos[c_pid[i]]
-        pos[c_pid[i]] = j + 1
-        t[j] = c_t[i]
-        prog[j] = c_prog[i]
-        for c in range(nw):
-            w[j, c] = c_w[i, c]
-    for i in range(n_t.shape[0]):
-        pg = cls_prog[n_cls[i]]
-        if pg >= 0:
-            p = n_pid[i]
-            j = pos[p]
-            pos[p] = j + 1
-            t[j] = n_t[i]
-            prog[j] = pg
-            for c in range(nw):
-                w[j, c] = n_w[i, c]
-    return seg_start, count, n_carry, t, prog, w
-
-
-@jit
 def count_events(n_parts, cls, cls_prog, pid):
     """Per partition, the new events that are kept (``cls_prog[cls[i]] >= 0``)."""
     count = np.zeros(n_parts, np.int64)
@@ -1317,6 +1266,21 @@ def fill_carry(c_t, c_prog, c_w, c_pid, pos, out_t, out_prog, out_w):
 
 
 @jit
+def _end_times(ev_time, ev_prog, prog_flags, out):
+    """Distinct times of the END events among the slices (time-sorted) into ``out``;
+    returns their number (loops from 0 over slices: no index wraparound)."""
+    m = 0
+    t_last = 0
+    for e in range(ev_prog.shape[0]):  # branch-free: END events come in random order
+        t = ev_time[e]
+        keep = ((prog_flags[ev_prog[e]] & F_END) != 0) & ((m == 0) | (t != t_last))
+        out[m] = t  # out has a spare slot
+        m += keep
+        t_last = t if keep else t_last
+    return m
+
+
+@jit
 def segment_emit_schedule(seg_lo, seg_hi, seg_replay, ev_time, ev_prog, prog_flags):
     """Output times of EMIT when groups are partitions: per segment, the distinct times of
     its new (not replayed) END events, in order. Returns ``(emit_lo, emit_hi, times)``."""
@@ -1325,21 +1289,16 @@ def segment_emit_schedule(seg_lo, seg_hi, seg_replay, ev_time, ev_prog, prog_fla
     emit_hi = np.empty(n_seg, np.int64)
     n = 0
     for sg in range(n_seg):
-        for e in range(seg_lo[sg] + seg_replay[sg], seg_hi[sg]):
-            if prog_flags[ev_prog[e]] & F_END:
-                n += 1
-    times = np.empty(n, np.int64)
+        n += seg_hi[sg] - seg_lo[sg] - seg_replay[sg]
+    times = np.empty(n + 1, np.int64)
     m = 0
     for sg in range(n_seg):
+        a = seg_lo[sg] + seg_replay[sg]
+        b = seg_hi[sg]
         emit_lo[sg] = m
-        for e in range(seg_lo[sg] + seg_replay[sg], seg_hi[sg]):
-            if prog_flags[ev_prog[e]] & F_END:
-                t = ev_time[e]
-                if m == emit_lo[sg] or times[m - 1] != t:
-                    times[m] = t
-                    m += 1
+        m += _end_times(ev_time[a:b], ev_prog[a:b], prog_flags, times[m:])
         emit_hi[sg] = m
-    return emit_lo, emit_hi, times[:m]
+    return emit_lo, emit_hi, times[:m].copy()
 
 
 @jit

@@ -219,7 +219,8 @@ Q2 = ("RETURN mapper, SUM(M.cpu) PATTERN SEQ(Start S, Measurement M+, End E) WHE
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("w,s", [("30 seconds", "10 seconds"), ("20 seconds", "20 seconds"), ("10 seconds", "15 seconds")])
+@pytest.mark.parametrize("w,s", [("30 seconds", "10 seconds"), ("20 seconds", "20 seconds"),
+                                 ("10 seconds", "15 seconds")])
 def test_greta_q1_small(seed, w, s):
     df = stock_trades(n_events=300, seed=seed, n_companies=3, n_sectors=2)
     q = cepvec.compile(Q1.format(w=w, s=s))
@@ -281,6 +282,14 @@ def test_counts_just_below_int64_max_are_exact():
     q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.x < NEXT(A).x")
     assert cepvec.run(q, df)["COUNT(*)"].to_list() == [2 ** 62 - 1]
     assert run_cut(q, df, [10, 11, 40])["COUNT(*)"].to_list() == [2 ** 62 - 1]
+
+
+def test_too_many_window_cells_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(TrendStream, "MAX_CELLS", 10_000)
+    df = pl.DataFrame({"type": ["A"] * 300, "time": list(range(300)), "x": list(range(300))})
+    q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x WITHIN 200 SLIDE 1")
+    with pytest.raises(cepvec.CepvecPlanError, match="coarser SLIDE"):
+        cepvec.run(q, df, engine="greta", numeric="float64")
 
 
 def test_float_keys_order_and_nan():

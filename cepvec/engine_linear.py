@@ -527,16 +527,6 @@ class LinearStream:
             f"for query {' '.join(self.q.text.split())!r}; pass numeric='float64' for approximate results")
 
     # -------------------------------------------------------------- results
-    def result_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(partition id, key, values) of every result, in output order."""
-        ncol = len(self.plan.out_rows)
-        if not self.outputs:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncol), self.dtype)
-        if len(self.outputs) == 1:
-            return self.outputs[0]
-        return (np.concatenate([o[0] for o in self.outputs]), np.concatenate([o[1] for o in self.outputs]),
-                np.concatenate([o[2] for o in self.outputs]))
-
     def result_cells(self) -> pl.DataFrame:
         """One row per (partition, key) with the output rows as columns v0..vk."""
         ncol = len(self.plan.out_rows)

@@ -111,7 +111,7 @@ def build_output(q: Query, prep: Prepared, cells, numeric: str) -> pl.DataFrame:
 
 def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float_comps) -> pl.DataFrame:
     """Turn linear-kernel cells (per partition) into the result: sum per group, finish AVG/SUM."""
-    if len(runs) == 1 and getattr(runs[0], "groups_are_partitions", False) and hasattr(runs[0], "result_arrays"):
+    if len(runs) == 1 and getattr(runs[0], "groups_are_partitions", False) and hasattr(runs[0], "outputs"):
         return _output_frame_by_partition(q, prep, plan, runs[0], numeric)
     cells = runs[0].result_cells()
     if len(runs) > 1:
@@ -123,11 +123,8 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float
     by = list(q.group_by) + ["__key"]
     vcols = [c for c in cells.columns if c.startswith("__v")]
     int_cols = [c for c in vcols if cells.schema[c].is_integer()]
-    agg = [pl.col(c).sum() for c in vcols] + [pl.col(c).cast(pl.Float64).sum().alias(c + "_f") for c in int_cols]
-    g = cells.group_by(by, maintain_order=True).agg(agg) if len(cells) else cells.with_columns(
-        [pl.lit(0.0).alias(c + "_f") for c in int_cols])
-    big = [c for c in int_cols if len(g) and g[c + "_f"].abs().max() >= 9.2e18]
-    if big:
+    g = cells.group_by(by, maintain_order=True).agg([pl.col(c).sum() for c in vcols]) if len(cells) else cells
+    if _sums_overflow(cells, by, int_cols) if len(cells) else False:
         from .errors import CepvecOverflowError
 
         raise CepvecOverflowError(
@@ -140,34 +137,63 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float
     return _assemble_output(q, prep, plan, numeric, group_cols, keyv, vals)
 
 
+def _sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
+    """True when an int64 column's sum over the partitions of a group leaves the int64 range.
+
+    Exact (sums in Int128); with a Polars without Int128 sums, a float estimate that
+    also flags sums within 1% of the limit.
+    """
+    if not int_cols:
+        return False
+    lim = np.iinfo(np.int64)
+    try:
+        s = cells.group_by(by).agg([pl.col(c).cast(pl.Int128).sum() for c in int_cols])
+        return any(s[c].max() > lim.max or s[c].min() < lim.min for c in int_cols)
+    except Exception:  # noqa: BLE001 (no Int128 in this Polars)
+        s = cells.group_by(by).agg([pl.col(c).cast(pl.Float64).sum() for c in int_cols])
+        return any(s[c].abs().max() >= 9.2e18 for c in int_cols)
+
+
 def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str) -> pl.DataFrame:
     """The result when every partition is its own group: no sums across partitions.
 
     The cells are unique per (partition, key) and each partition's keys increase
-    in output order, so a counting sort by the rank of the partition's group
-    values gives the (group, key) order; Polars sorts only the partitions.
+    in output order, so a stable counting sort by the rank of the partition's
+    group values gives the (group, key) order (checked; else a full sort); Polars
+    sorts only the partitions.
     """
-    from .kernels.linear import rank_order
+    from .kernels.linear import keys_increase, rank_counts, rank_scatter
 
-    pid, key, val = run.result_arrays()
+    chunks = run.outputs
+    n = sum(len(c[0]) for c in chunks)
+    ncol = len(plan.out_rows)
     gf = run.group_frame()
+    n_pid = max(len(gf), 1)
     if q.group_by and len(gf):
-        ranked = gf.with_row_index("__row").sort(list(q.group_by), nulls_last=True, maintain_order=True)
+        ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
         rank_of_pid = np.empty(len(gf), np.int64)
         rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
     else:
-        rank_of_pid = np.zeros(max(len(gf), 1), np.int64)
-    if len(pid):
-        order, ok = rank_order(rank_of_pid[pid], key)
-        if not ok:
-            order = np.lexsort((key, rank_of_pid[pid]))
+        rank_of_pid = np.zeros(n_pid, np.int64)
+    counts = np.zeros(n_pid, np.int64)
+    for c in chunks:
+        rank_counts(rank_of_pid, c[0], counts)
+    pos = np.zeros(n_pid, np.int64)
+    np.cumsum(counts[:-1], out=pos[1:])
+    pid = np.empty(n, np.int64)
+    key = np.empty(n, np.int64)
+    val = np.empty((n, ncol), run.dtype)
+    for c in chunks:
+        rank_scatter(rank_of_pid, c[0], c[1], c[2], pos, pid, key, val)
+    if not keys_increase(pid, key):
+        order = np.lexsort((key, rank_of_pid[pid]))
         pid, key, val = pid[order], key[order], val[order]
     group_cols = {}
     if q.group_by:
-        sel = gf.select(list(q.group_by)).gather(
-            pl.Series(np.searchsorted(gf["__pid"].to_numpy(), pid) if not _is_arange(gf["__pid"]) else pid))
+        idx = pid if _is_arange(gf["__pid"]) else np.searchsorted(gf["__pid"].to_numpy(), pid)
+        sel = gf.select(list(q.group_by)).gather(pl.Series(idx))
         group_cols = {gcol: sel[gcol] for gcol in q.group_by}
-    vals = {f"__v{j}": pl.Series(f"__v{j}", val[:, j]) for j in range(val.shape[1])}
+    vals = {f"__v{j}": pl.Series(f"__v{j}", val[:, j]) for j in range(ncol)}
     return _assemble_output(q, prep, plan, numeric, group_cols, key, vals)
 
 
@@ -182,11 +208,11 @@ def _assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: d
     data: dict[str, pl.Series] = {}
     for gcol, lab in zip(q.group_by, q.group_labels):
         data[lab] = group_cols[gcol].rename(lab).cast(out_schema[lab])
-    keyv = np.asarray(keyv, dtype=np.int64)
+    keyv = pl.Series("__key", np.asarray(keyv, dtype=np.int64))
     if q.window.kind == "slide":
-        data["window_start"] = time_values_to_output(keyv * prep.s, prep.unit, prep.time_dtype).rename(
-            "window_start")
-        data["window_end"] = time_values_to_output(keyv * prep.s + prep.w, prep.unit, prep.time_dtype).rename(
+        start = keyv * prep.s
+        data["window_start"] = time_values_to_output(start, prep.unit, prep.time_dtype).rename("window_start")
+        data["window_end"] = time_values_to_output(start + prep.w, prep.unit, prep.time_dtype).rename(
             "window_end")
     elif q.window.kind == "emit":
         data[q.time_col] = time_values_to_output(keyv, prep.unit, prep.time_dtype).rename(q.time_col)

@@ -131,7 +131,7 @@ class SeqABCDuckDBJoin(_DuckDBData):
     """The self-join is cubic in the window: sizes where it runs for minutes are skipped."""
 
     def setup(self, n_events, window, n_ids):
-        if n_events * (window / 8) ** 2 > 5e9:
+        if n_events * (window / 8) ** 2 > 2e10:
             raise NotImplementedError("self-join output too large at this size")
         super().setup(n_events, window, n_ids)
 

@@ -770,14 +770,18 @@ def _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_
 
 @jit
 def _grow_out(out_pid, out_key, out_val, need):
+    """Larger output arrays holding the same rows (plain loops: cheaper to compile than
+    slice assignment)."""
     n = max(need, 2 * out_pid.shape[0], 1024)
+    m = out_pid.shape[0]
     p2 = np.empty(n, np.int64)
     k2 = np.empty(n, np.int64)
     v2 = np.empty((n, out_val.shape[1]), out_val.dtype)
-    m = out_pid.shape[0]
-    p2[:m] = out_pid
-    k2[:m] = out_key
-    v2[:m] = out_val
+    for i in range(m):
+        p2[i] = out_pid[i]
+        k2[i] = out_key[i]
+        for c in range(out_val.shape[1]):
+            v2[i, c] = out_val[i, c]
     return p2, k2, v2
 
 
@@ -802,7 +806,6 @@ def _slide_bound(w, s, lo, hi, ev_time):
     return n
 
 
-@jit
 def run_segments(mode, w, s, check,
                  seg_lo, seg_hi, seg_pid, seg_replay, seg_emit_lo, seg_emit_hi, emit_times, slide_limit,
                  ev_time, ev_prog, ev_w, PT, v0, out_rows, X_state, next_k, err):
@@ -827,19 +830,240 @@ def run_segments(mode, w, s, check,
     next_k : (n_partitions,) next SLIDE window to close
     out_rows : rows of the state vector to output (final totals)
     err : err[0] set to ERR_OVERFLOW, err[1] the partition id, err[2] the time
+        (of the first overflow in segment order; processing stops there)
 
     Returns
     -------
     (out_pid, out_key, out_val) : partition id, time (EMIT) or window index
-    (SLIDE) and the ``out_rows`` of the result, one row per non-empty result.
+    (SLIDE) and the ``out_rows`` of the result, one row per non-empty result
+    (grouped by partition, keys increasing within a partition).
 
-    Each segment first runs in its mode's fast loop (:func:`_within_fast`,
-    :func:`_emit_fast`, :func:`_slide_fast`, :func:`_vector_fast`); segments
-    with equal time stamps or programs that do not apply in place run the
-    general loop here, by groups of equal time stamps. No array is reassigned
-    inside an event loop: Numba then adds reference counting to every
-    iteration (measured 30 ns per event).
+    Plain Python (releases no GIL itself; the jitted parts do): each mode has its
+    own jitted driver around its fast loop, and segments the fast loop leaves
+    (equal time stamps, programs not in place) go through :func:`_run_general`.
+    Separate entry points keep the first call's compilation to the mode in use
+    (Numba compiles every function a jitted function may call).
     """
+    n_seg = len(seg_lo)
+    slow = np.zeros(n_seg, np.bool_)
+    nz = np.flatnonzero(v0)
+    flat_ok = 1 <= len(nz) <= 2 and bool(np.all((v0 == 0) | (v0 == 1)))
+    j0 = int(nz[0]) if len(nz) else 0
+    j1 = int(nz[1]) if len(nz) > 1 else -1
+    if not flat_ok:
+        slow[:] = True
+        outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
+    elif mode == MODE_WITHIN:
+        _drive_within(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state,
+                      err, slow)
+        outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
+    elif mode == MODE_EMIT:
+        outs = _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog,
+                           ev_w, PT, v0, j0, j1, out_rows, err, slow)
+    elif mode == MODE_SLIDE:
+        outs = _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, ev_w, PT, v0, j0, j1,
+                            out_rows, next_k, err, slow)
+    else:
+        outs = _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time,
+                             ev_prog, ev_w, PT, v0, out_rows, X_state, err, slow)
+    if not slow.any():
+        return outs
+    sel = np.flatnonzero(slow)
+    if err[0]:  # the fast pass stopped at an overflow: only earlier segments still count
+        stop = int(np.flatnonzero(seg_pid == err[1])[0])
+        sel = sel[sel < stop]
+        if not len(sel):
+            return outs
+    err2 = np.zeros(3, np.int64)
+    g = _run_general(mode, w, s, seg_lo[sel], seg_hi[sel], seg_pid[sel], seg_replay[sel], seg_emit_lo[sel],
+                     seg_emit_hi[sel], emit_times, slide_limit, ev_time, ev_prog, ev_w, PT, v0, out_rows, X_state,
+                     next_k, err2)
+    if err2[0]:
+        err[:] = err2
+    if not len(outs[0]):
+        return g
+    return tuple(np.concatenate([a, b]) for a, b in zip(outs, g))
+
+
+@jit
+def _flat_workspace(D, fcap, v0):
+    """B, GT and U of the fast loops in one array; U[0] = v0."""
+    Wk = np.zeros(2 * D * D + (fcap + 1) * D, v0.dtype)
+    for j in range(D):
+        Wk[2 * D * D + j] = v0[j]
+    return Wk
+
+
+@jit
+def _drive_within(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state, err,
+                  slow):
+    """WITHIN: the fast loop over every segment (retries with a larger queue; marks in
+    ``slow`` the segments for the general loop)."""
+    D = v0.shape[0]
+    nw = ev_w.shape[1]
+    fcap = 64
+    Wk = _flat_workspace(D, fcap, v0)
+    x_save = np.zeros(D, v0.dtype)
+    for sg in range(seg_lo.shape[0]):
+        lo = seg_lo[sg]
+        hi = seg_hi[sg]
+        pid = seg_pid[sg]
+        for r in range(D):
+            x_save[r] = X_state[pid, r]
+        while True:
+            status, need, t_err = _within_fast(w, hi - lo, seg_replay[sg], ev_time[lo:hi], ev_prog[lo:hi],
+                                               ev_w[lo:hi].reshape(-1), nw, PT, Wk, D, fcap - 1, j0, j1,
+                                               X_state[pid])
+            if status == ST_OK or status == ST_OVERFLOW:
+                break
+            for r in range(D):
+                X_state[pid, r] = x_save[r]
+            if status == ST_GROW_U:
+                while fcap < need + 1:
+                    fcap *= 2
+                Wk = _flat_workspace(D, fcap, v0)
+            else:
+                slow[sg] = True
+                break
+        if status == ST_OVERFLOW:
+            err[0] = ERR_OVERFLOW
+            err[1] = pid
+            err[2] = t_err
+            return
+
+
+@jit
+def _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog, ev_w, PT, v0,
+                j0, j1, out_rows, err, slow):
+    """WITHIN w EMIT CHANGES: the fast loop over every segment (see :func:`_drive_within`)."""
+    D = v0.shape[0]
+    nw = ev_w.shape[1]
+    ocap = 0
+    for sg in range(seg_lo.shape[0]):
+        ocap += seg_emit_hi[sg] - seg_emit_lo[sg]
+    out_pid = np.empty(ocap, np.int64)
+    out_key = np.empty(ocap, np.int64)
+    out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
+    n_out = 0
+    fcap = 64
+    Wk = _flat_workspace(D, fcap, v0)
+    for sg in range(seg_lo.shape[0]):
+        lo = seg_lo[sg]
+        hi = seg_hi[sg]
+        n_save = n_out
+        while True:
+            status, n_out, need, t_err = _emit_fast(w, hi - lo, seg_pid[sg],
+                                                    emit_times[seg_emit_lo[sg]:seg_emit_hi[sg]], ev_time[lo:hi],
+                                                    ev_prog[lo:hi], ev_w[lo:hi].reshape(-1), nw, PT, out_rows, Wk,
+                                                    D, fcap - 1, j0, j1, out_pid, out_key, out_val, n_save)
+            if status == ST_OK or status == ST_OVERFLOW:
+                break
+            n_out = n_save
+            if status == ST_GROW_U:
+                while fcap < need + 1:
+                    fcap *= 2
+                Wk = _flat_workspace(D, fcap, v0)
+            else:  # ST_SLOW (the output capacity is exact: never ST_GROW_OUT)
+                slow[sg] = True
+                break
+        for r in range(n_save, n_out):
+            out_pid[r] = seg_pid[sg]
+        if status == ST_OVERFLOW:
+            err[0] = ERR_OVERFLOW
+            err[1] = seg_pid[sg]
+            err[2] = t_err
+            break
+    return out_pid[:n_out], out_key[:n_out], out_val[:n_out]
+
+
+@jit
+def _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, ev_w, PT, v0, j0, j1, out_rows,
+                 next_k, err, slow):
+    """WITHIN w SLIDE s: the fast loop over every segment (see :func:`_drive_within`);
+    the output arrays grow while the loop resumes where it stopped."""
+    D = v0.shape[0]
+    nw = ev_w.shape[1]
+    ocap = 1024 + ev_time.shape[0] // 16
+    out_pid = np.empty(ocap, np.int64)
+    out_key = np.empty(ocap, np.int64)
+    out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
+    n_out = 0
+    fcap = 64
+    Wk = _flat_workspace(D, fcap, v0)
+    for sg in range(seg_lo.shape[0]):
+        lo = seg_lo[sg]
+        hi = seg_hi[sg]
+        pid = seg_pid[sg]
+        n_save = n_out
+        while True:
+            k = next_k[pid]
+            e_r = 0
+            f_lo_r = 0
+            f_hi_r = 0
+            n_out = n_save
+            while True:
+                status, n_out, k, need, t_err, e_r, f_lo_r, f_hi_r = _slide_fast(
+                    w, s, hi - lo, k, slide_limit, ev_time[lo:hi], ev_prog[lo:hi], ev_w[lo:hi].reshape(-1), nw,
+                    PT, out_rows, Wk, D, fcap - 1, j0, j1, out_key, out_val, n_out, e_r, f_lo_r, f_hi_r)
+                if status != ST_GROW_OUT:
+                    break
+                out_pid, out_key, out_val = _grow_out(out_pid, out_key, out_val, need)
+            if status == ST_OK or status == ST_OVERFLOW:
+                break
+            n_out = n_save
+            if status == ST_GROW_U:
+                while fcap < need + 1:
+                    fcap *= 2
+                Wk = _flat_workspace(D, fcap, v0)
+            else:
+                slow[sg] = True
+                break
+        if status == ST_SLOW:
+            continue
+        next_k[pid] = k
+        for r in range(n_save, n_out):
+            out_pid[r] = pid
+        if status == ST_OVERFLOW:
+            err[0] = ERR_OVERFLOW
+            err[1] = pid
+            err[2] = t_err
+            break
+    return out_pid[:n_out], out_key[:n_out], out_val[:n_out]
+
+
+@jit
+def _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog, ev_w, PT,
+                  v0, out_rows, X_state, err, slow):
+    """No window and EMIT CHANGES without WITHIN: the fast loop over every segment."""
+    D = v0.shape[0]
+    ocap = 0
+    if mode == MODE_EMIT_UNBOUNDED:
+        for sg in range(seg_lo.shape[0]):
+            ocap += seg_emit_hi[sg] - seg_emit_lo[sg]
+    out_pid = np.empty(ocap, np.int64)
+    out_key = np.empty(ocap, np.int64)
+    out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
+    n_out = 0
+    Xv = np.zeros((D, 1), v0.dtype)
+    for sg in range(seg_lo.shape[0]):
+        n_save = n_out
+        status, n_out = _vector_fast(mode, seg_lo[sg], seg_hi[sg], seg_pid[sg], seg_emit_lo[sg], seg_emit_hi[sg],
+                                     emit_times, ev_time, ev_prog, ev_w, PT, out_rows, Xv, X_state, out_pid,
+                                     out_key, out_val, n_out, err)
+        if status != ST_OK:  # ST_SLOW: X_state untouched (the loop writes it at the end)
+            n_out = n_save
+            slow[sg] = True
+        elif err[0] != 0:
+            break
+    return out_pid[:n_out], out_key[:n_out], out_val[:n_out]
+
+
+@jit
+def _run_general(mode, w, s,
+                 seg_lo, seg_hi, seg_pid, seg_replay, seg_emit_lo, seg_emit_hi, emit_times, slide_limit,
+                 ev_time, ev_prog, ev_w, PT, v0, out_rows, X_state, next_k, err):
+    """The general loop of :func:`run_segments` (groups of equal time stamps, any
+    program), for the segments the fast loops leave (same arguments and results)."""
     D = v0.shape[0]
     n_out_rows = out_rows.shape[0]
     out0 = out_rows[0]
@@ -848,7 +1072,8 @@ def run_segments(mode, w, s, check,
         for sg in range(seg_lo.shape[0]):
             ocap += seg_emit_hi[sg] - seg_emit_lo[sg]
     elif mode == MODE_SLIDE:
-        ocap = 1024 + ev_time.shape[0] // 16
+        for sg in range(seg_lo.shape[0]):
+            ocap += _slide_bound(w, s, seg_lo[sg], seg_hi[sg], ev_time)
     out_pid = np.empty(ocap, np.int64)
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, n_out_rows), v0.dtype)
@@ -860,7 +1085,6 @@ def run_segments(mode, w, s, check,
     Y = np.zeros((D, 1), v0.dtype)
     Y2 = np.zeros((D, 1), v0.dtype)
     Xv = np.zeros((D, 1), v0.dtype)
-    x_save = np.zeros(D, v0.dtype)
     # U[0] = v0; U[1 + (g & (cap - 1))] = suffix result of front group g (cap a power of 2)
     cap = 64
     U = np.zeros((cap + 1, D), v0.dtype)
@@ -878,19 +1102,6 @@ def run_segments(mode, w, s, check,
         if v0[j] != 0:
             v0nz[n_nz] = j
             n_nz += 1
-    # flat workspace of the fast loops (B, GT, U; see _within_fast); v0's ones at j0, j1
-    flat_ok = 1 <= n_nz <= 2
-    for j in range(D):
-        if v0[j] != 0 and v0[j] != 1:
-            flat_ok = False
-    j0 = v0nz[0]
-    j1 = v0nz[1] if n_nz > 1 else -1
-    nw = ev_w.shape[1]
-    fcap = 64  # a power of 2, like cap (U of the general loop)
-    Wk = np.zeros(2 * D * D + (fcap + 1) * D, v0.dtype)
-    for j in range(D):
-        Wk[2 * D * D + j] = v0[j]
-
     for sg in range(seg_lo.shape[0]):
         lo = seg_lo[sg]
         hi = seg_hi[sg]
@@ -898,68 +1109,6 @@ def run_segments(mode, w, s, check,
         replay_end = lo + seg_replay[sg]
         ep = seg_emit_lo[sg]
         ep_hi = seg_emit_hi[sg]
-        # fast loop first; on ST_SLOW / ST_GROW_* restore the segment's state and retry
-        for r in range(D):
-            x_save[r] = X_state[pid, r]
-        k_save = next_k[pid]
-        n_save = n_out
-        status = ST_SLOW if (windowed and not flat_ok) else ST_OK
-        while status != ST_SLOW:
-            need = 0
-            t_err = 0
-            if mode == MODE_WITHIN:
-                status, need, t_err = _within_fast(w, hi - lo, replay_end - lo, ev_time[lo:hi], ev_prog[lo:hi],
-                                                   ev_w[lo:hi].reshape(-1), nw, PT, Wk, D, fcap - 1, j0, j1,
-                                                   X_state[pid])
-            elif mode == MODE_EMIT:
-                status, n_out, need, t_err = _emit_fast(w, hi - lo, pid, emit_times[ep:ep_hi], ev_time[lo:hi],
-                                                        ev_prog[lo:hi], ev_w[lo:hi].reshape(-1), nw, PT, out_rows,
-                                                        Wk, D, fcap - 1, j0, j1, out_pid, out_key, out_val, n_out)
-            elif mode == MODE_SLIDE:
-                k = next_k[pid]
-                e_r = 0
-                f_lo_r = 0
-                f_hi_r = 0
-                while True:
-                    status, n_out, k, need, t_err, e_r, f_lo_r, f_hi_r = _slide_fast(
-                        w, s, hi - lo, k, slide_limit, ev_time[lo:hi], ev_prog[lo:hi], ev_w[lo:hi].reshape(-1), nw,
-                        PT, out_rows, Wk, D, fcap - 1, j0, j1, out_key, out_val, n_out, e_r, f_lo_r, f_hi_r)
-                    if status != ST_GROW_OUT:
-                        break
-                    out_pid, out_key, out_val = _grow_out(out_pid, out_key, out_val, need)
-                if status == ST_OK or status == ST_OVERFLOW:
-                    next_k[pid] = k
-            else:
-                status, n_out = _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_w,
-                                             PT, out_rows, Xv, X_state, out_pid, out_key, out_val, n_out, err)
-            if status == ST_OK or status == ST_OVERFLOW:
-                for r in range(n_save, n_out):
-                    out_pid[r] = pid
-                if status == ST_OVERFLOW:
-                    err[0] = ERR_OVERFLOW
-                    err[1] = pid
-                    err[2] = t_err
-                break
-            for r in range(D):
-                X_state[pid, r] = x_save[r]
-            next_k[pid] = k_save
-            n_out = n_save
-            if status == ST_GROW_U:
-                while fcap < need + 1:
-                    fcap *= 2
-                Wk = np.zeros(2 * D * D + (fcap + 1) * D, v0.dtype)
-                for j in range(D):
-                    Wk[2 * D * D + j] = v0[j]
-            elif status == ST_GROW_OUT:
-                out_pid, out_key, out_val = _grow_out(out_pid, out_key, out_val, need)
-        if status != ST_SLOW:
-            if err[0] != 0:
-                break
-            continue
-        if mode == MODE_SLIDE:
-            need = n_out + _slide_bound(w, s, lo, hi, ev_time)
-            if need > out_pid.shape[0]:
-                out_pid, out_key, out_val = _grow_out(out_pid, out_key, out_val, need)
         # group boundaries (equal time stamps); tmp rows for the generic path
         ng = 0
         if gstart.shape[0] < hi - lo + 1:

@@ -90,41 +90,55 @@ def unsupported_reason(q: Query) -> str | None:
     return None
 
 
-def build(q: Query) -> LinearPlan:
-    """Compile ``q`` into triplet programs for :func:`cepvec.kernels.linear.run_segments`."""
-    reason = unsupported_reason(q)
-    if reason is not None:
-        raise ValueError(reason)
-    tmpl = q.template
+def plan_components(q: Query) -> tuple[list[Component], list[tuple[int, ...]]]:
+    """Linear aggregate components of ``q`` and, per aggregate, the components it reads.
+
+    COUNT(v) is one ``count`` component; SUM and AVG are a ``sum`` and a ``nonnull``
+    component (the non-null count tells an all-null SUM, which is null, from 0).
+    Shared by the linear-map and the trend engines.
+    """
     comps: list[Component] = []
     comp_of_agg: list[tuple[int, ...]] = []
     for a in q.aggs:
-        idx: list[int] = []
-        wanted = []
+        wanted: list[Component] = []
         if a.star:
             pass
         elif a.func == "COUNT":
             wanted = [Component("count", tuple(sorted(a.occs)), None)]
-        elif a.func == "SUM":  # the non-null count tells an all-null SUM (null) from 0
+        else:  # SUM, AVG (MIN/MAX are refused before planning)
             wanted = [Component("sum", tuple(sorted(a.occs)), a.attr),
                       Component("nonnull", tuple(sorted(a.occs)), a.attr)]
-        elif a.func == "AVG":
-            wanted = [Component("sum", tuple(sorted(a.occs)), a.attr),
-                      Component("nonnull", tuple(sorted(a.occs)), a.attr)]
+        idx: list[int] = []
         for c in wanted:
             if c not in comps:
                 comps.append(c)
             idx.append(comps.index(c))
         comp_of_agg.append(tuple(idx))
-    nc = len(comps)
-    R = 1 + nc
+    return comps, comp_of_agg
 
+
+def top_negations(q: Query) -> tuple[int | None, int | None]:
+    """Ids of the negated start and negated end of the whole pattern (None when absent)."""
     start_neg = end_neg = None
     if isinstance(q.root, Seq):
         if isinstance(q.root.items[0], Neg):
             start_neg = q.root.items[0].id
         if isinstance(q.root.items[-1], Neg):
             end_neg = q.root.items[-1].id
+    return start_neg, end_neg
+
+
+def build(q: Query) -> LinearPlan:
+    """Compile ``q`` into triplet programs for :func:`cepvec.kernels.linear.run_segments`."""
+    reason = unsupported_reason(q)
+    if reason is not None:
+        raise ValueError(reason)
+    tmpl = q.template
+    comps, comp_of_agg = plan_components(q)
+    nc = len(comps)
+    R = 1 + nc
+
+    start_neg, end_neg = top_negations(q)
 
     slots: list[str] = []
 

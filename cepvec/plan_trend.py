@@ -23,7 +23,8 @@ import numpy as np
 
 from . import ast as A
 from .kernels import trend as K
-from .query import Leaf, Neg, Query, Seq, iter_refs
+from .plan_linear import Component, plan_components, top_negations
+from .query import Leaf, Query, iter_refs
 
 MAX_OCCS = 62  # occurrences and negations are bits of an int64
 OPS = {"<": K.K_LT, "<=": K.K_LE, ">": K.K_GT, ">=": K.K_GE, "=": K.K_EQ}
@@ -53,15 +54,6 @@ class EdgeIndex:
                 f"Fenwick tree over the ranks of {render_expr(self.key)}, prefix sums for "
                 f"{render_expr(self.key)} {self.op} {render_expr(self.thr)} (O(log n))")
         return f"{what} [{self.text}]"
-
-
-@dataclass(frozen=True)
-class Component:
-    """A linear aggregate component: per match, the sum of a weight over its events."""
-
-    kind: str  # "count" (events bound), "sum" (attribute values), "nonnull" (non-null values)
-    occs: tuple[int, ...]
-    attr: str | None
 
 
 @dataclass
@@ -174,30 +166,8 @@ def build(q: Query) -> TrendPlan:
     if reason is not None:
         raise ValueError(reason)
     tmpl = q.template
-    comps: list[Component] = []
-    comp_of_agg: list[tuple[int, ...]] = []
-    for a in q.aggs:
-        wanted: list[Component] = []
-        if a.star:
-            pass
-        elif a.func == "COUNT":
-            wanted = [Component("count", tuple(sorted(a.occs)), None)]
-        else:  # SUM, AVG: the non-null count tells an all-null SUM (null) from 0
-            wanted = [Component("sum", tuple(sorted(a.occs)), a.attr),
-                      Component("nonnull", tuple(sorted(a.occs)), a.attr)]
-        idx = []
-        for c in wanted:
-            if c not in comps:
-                comps.append(c)
-            idx.append(comps.index(c))
-        comp_of_agg.append(tuple(idx))
-
-    start_neg = end_neg = None
-    if isinstance(q.root, Seq):
-        if isinstance(q.root.items[0], Neg):
-            start_neg = q.root.items[0].id
-        if isinstance(q.root.items[-1], Neg):
-            end_neg = q.root.items[-1].id
+    comps, comp_of_agg = plan_components(q)
+    start_neg, end_neg = top_negations(q)
 
     occ_ids = tuple(tmpl.states)
     bit = {o: i for i, o in enumerate(occ_ids)}

@@ -114,9 +114,10 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
         from .spark_adapter import run_spark  # noqa: PLC0415  (optional dependency)
 
         return run_spark(q, events, engine=engine, time_unit=time_unit, numeric=numeric)
-    name = resolve_engine(q, engine)
+    resolve_engine(q, engine)  # an engine that cannot run the query fails before the data are read
     prep = prepare(q, events, time_unit=time_unit)
     output_schema(q, prep.df.schema, prep.time_dtype, numeric)  # type errors before any work
+    name = resolve_engine(q, engine, prep.df.schema)
     if name == "reference":
         return run_reference(q, prep, numeric=numeric)
     if name == "greta" and uses_trend_path(q):

@@ -138,7 +138,7 @@ def process_batches(batches, k: Kernel):
     from .engines import resolve_engine, run_class, run_reference
 
     q = k.query
-    engine = resolve_engine(q, k.engine)
+    engine = resolve_engine(q, k.engine, k.input_schema if k.typed else None)
     out_schema = k.arrow_schema
     group = list(q.group_by)
     seen_groups: set = set()

@@ -30,6 +30,11 @@ from .kernels import linear as K
 from .plan_linear import LinearPlan
 from .polars_expr import predicate_mask
 
+STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
+# The order semiring (MIN / MAX): values are uint64 order keys, "+" is max and "*" is min, so 0
+# is the zero (no match, or no value) and 2**64 - 1 the one; a bigger key is a better extreme.
+ORDER_ONE = np.uint64(np.iinfo(np.uint64).max)
+_SIGN = np.uint64(1 << 63)
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "emit": K.MODE_EMIT, "slide": K.MODE_SLIDE}
 _BIG = np.iinfo(np.int64).max // 4
 _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
@@ -58,18 +63,18 @@ def _pool(n: int) -> ThreadPoolExecutor:
 class LinearStream:
     """Incremental evaluation of one query with the linear-map kernels."""
 
-    def __init__(self, plan: LinearPlan, *, int_state: bool, w: int | None, s: int | None,
+    def __init__(self, plan: LinearPlan, *, state: str, w: int | None, s: int | None,
                  key_schema: dict, zero_components: tuple[int, ...] = ()):
         self.plan = plan
         self.zero_components = zero_components
         self.q = plan.query
-        self.int_state = int_state
+        self.state = state
         self.w, self.s = w, s
         kind = self.q.window.kind
         self.mode = _MODES[kind]
         if kind == "emit" and w is None:
             self.mode = K.MODE_EMIT_UNBOUNDED
-        self.dtype = np.int64 if int_state else np.float64
+        self.dtype = STATE_DTYPES[state]
         # float keys: NaN does not join to NaN, so keys hold (value with NaN as null, is-NaN flag)
         self.float_keys = [c for c, dt in key_schema.items() if dt.is_float()]
         ks = dict(key_schema)
@@ -138,9 +143,9 @@ class LinearStream:
         self.views_ok = all(wd is not None for wd in words)
         self.view_hash = K.view_hash(words) if self.views_ok else None
         self.end_bit = 1 << plan.occ_ids.index(q.template.end)
-        # weight columns: sums and non-null counts (count components weigh 1, zeroed ones 0)
+        # weight columns: sums, non-null counts and order keys (count components weigh 1, zeroed ones 0)
         self.wcols = [j for j, c in enumerate(plan.components)
-                      if c.kind in ("sum", "nonnull") and j not in self.zero_components]
+                      if c.kind != "count" and j not in self.zero_components]
 
     def _views(self, df: pl.DataFrame):
         """The (n, 2) uint64 Arrow view words of the type column (zero-copy), or None when
@@ -228,7 +233,13 @@ class LinearStream:
     def _weights(self, df: pl.DataFrame) -> np.ndarray:
         if not self.wcols:
             return np.zeros((len(df), 0), self.dtype)
-        wdt = pl.Int64 if self.int_state else pl.Float64
+        if self.state == "order":
+            w = np.empty((len(df), len(self.wcols)), np.uint64)
+            for i, j in enumerate(self.wcols):
+                c = self.plan.components[j]
+                w[:, i] = order_keys(df[c.attr], c.kind, self.q)
+            return w
+        wdt = pl.Int64 if self.state == "int64" else pl.Float64
         exprs = []
         for j in self.wcols:
             c = self.plan.components[j]
@@ -237,7 +248,7 @@ class LinearStream:
                 valid = x.is_not_null() & x.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()
                 exprs.append(valid.cast(wdt).alias(f"__w{j}"))
             else:
-                if not self.int_state:
+                if self.state == "float64":
                     x = x.cast(pl.Float64)
                     x = pl.when(x.is_nan()).then(None).otherwise(x)
                 exprs.append(x.fill_null(0).cast(wdt).alias(f"__w{j}"))
@@ -326,12 +337,19 @@ class LinearStream:
                 exprs.append(pl.col(g))
         return self.keys.select(exprs)
 
+    def _v0(self) -> np.ndarray:
+        """The initial state vector in this stream's semiring (its ones are the semiring's one)."""
+        v0 = self.plan.v0.astype(self.dtype)
+        if self.state == "order":
+            v0[v0 != 0] = ORDER_ONE
+        return v0
+
     def _grow(self, n: int):
         if n > self.X.shape[0]:
             n2 = max(n, 2 * self.X.shape[0])
             X = np.zeros((n2, self.plan.D), self.dtype)
             X[: self.X.shape[0]] = self.X
-            X[self.X.shape[0]:] = self.plan.v0.astype(self.dtype) if self.mode in (
+            X[self.X.shape[0]:] = self._v0() if self.mode in (
                 K.MODE_NONE, K.MODE_EMIT_UNBOUNDED) else 0
             self.X = X
             nk = np.zeros(n2, np.int64)
@@ -455,8 +473,8 @@ class LinearStream:
         else:
             emit_lo = emit_hi = np.zeros(len(seg_pid), np.int64)
             emit_times = np.zeros(0, np.int64)
-        v0 = self.plan.v0.astype(self.dtype)
-        args = (self.mode, int(self.w or 0), int(self.s or 1), self.int_state)
+        v0 = self._v0()
+        args = (self.mode, int(self.w or 0), int(self.s or 1), self.state == "int64")
         tail = (emit_times, np.int64(limit), ev_t, ev_prog, ev_w, self.PT, v0, self.plan.out_rows,
                 self.X, self.next_k)
 
@@ -545,7 +563,13 @@ class LinearStream:
 
 
 class LinearRun:
-    """One query over one time-ordered stream: one or two :class:`LinearStream` (exact + float)."""
+    """One query over one time-ordered stream: one :class:`LinearStream` per semiring it needs.
+
+    The first stream (int64, or float64 when ``numeric="float64"``) answers
+    COUNT(*) and every linear component; with exact counts, SUMs of float
+    attributes run in a float64 stream; MIN and MAX run in an ``order`` stream.
+    Every stream zeroes the components another stream answers.
+    """
 
     def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
         from .plan_linear import build
@@ -553,15 +577,23 @@ class LinearRun:
         self.q = q
         self.plan = build(q)
         self.numeric = numeric
-        self.float_comps = [j for j, c in enumerate(self.plan.components)
-                            if c.kind == "sum" and not schema[c.attr].is_integer()]
-        exact = numeric == "int64"
-        # with float sums and exact counts, run twice: int64 for counts (float sums zeroed), float64 for sums
-        kinds = [True, False] if (exact and self.float_comps) else [exact]
+        comps = self.plan.components
+        order = [j for j, c in enumerate(comps) if c.kind in ("min", "max")]
+        for j in order:
+            check_orderable(q, comps[j], schema)
+        floats = [j for j, c in enumerate(comps) if c.kind == "sum" and not schema[c.attr].is_integer()]
+        first = "int64" if numeric == "int64" else "float64"
+        answer = {first: [j for j in range(len(comps)) if j not in order]}
+        if first == "int64" and floats:
+            answer["int64"] = [j for j in answer["int64"] if j not in floats]
+            answer["float64"] = floats
+        if order:
+            answer["order"] = order
+        self.answers = answer
         key_schema = {c: schema[c] for c in q.partition_by}
-        self.streams = [LinearStream(self.plan, int_state=k, w=w, s=s, key_schema=key_schema,
-                                     zero_components=tuple(self.float_comps) if (k and not (len(kinds) == 1)) else ())
-                        for k in kinds]
+        self.streams = [LinearStream(self.plan, state=st, w=w, s=s, key_schema=key_schema,
+                                     zero_components=tuple(j for j in range(len(comps)) if j not in js))
+                        for st, js in answer.items()]
 
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         for st in self.streams:
@@ -572,7 +604,8 @@ class LinearRun:
 
         for st in self.streams:
             st.finish()
-        return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric, self.float_comps)
+        return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
+                                  list(self.answers.values()))
 
 
 def run_linear(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
@@ -583,3 +616,68 @@ def run_linear(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] 
     for a, b in zip(cuts, cuts[1:]):
         run.push(prep.df[a:b], times[a:b])
     return run.finish(prep)
+
+
+# ---------------------------------------------------------------------- order keys (MIN / MAX)
+
+def orderable(dtype) -> bool:
+    """True when MIN / MAX over a column of ``dtype`` can run on order keys."""
+    return dtype.is_numeric() and not dtype.is_decimal() or dtype.is_temporal() or dtype == pl.Boolean
+
+
+def check_orderable(q, comp, schema: dict) -> None:
+    from .errors import UnsupportedByEngine
+
+    dt = schema[comp.attr]
+    if not orderable(dt):
+        raise UnsupportedByEngine(
+            f"{comp.kind.upper()} over '{comp.attr}' ({dt}) in query {' '.join(q.text.split())!r}: the Numba "
+            "engines take MIN/MAX of numbers, booleans, dates and times only; use engine='reference'")
+
+
+def order_keys(col: pl.Series, kind: str, q) -> np.ndarray:
+    """uint64 order keys of ``col`` for a ``min`` / ``max`` component: a bigger key is a
+    better extreme (MIN: smaller value), null and NaN are 0 (no value)."""
+    dt = col.dtype
+    if dt.is_float():
+        x = col.cast(pl.Float64).fill_nan(None)
+        valid = x.is_not_null().to_numpy()
+        bits = x.fill_null(0.0).to_numpy().view(np.uint64)
+        key = np.where(bits >> np.uint64(63), ~bits, bits | _SIGN)
+    else:
+        x = col.to_physical() if dt.is_temporal() else col
+        try:
+            x = x.cast(pl.Int64)
+        except pl.exceptions.InvalidOperationError as exc:
+            raise CepvecDataError(
+                f"{kind.upper()}({col.name}): a value does not fit in Int64 ({exc}); use engine='reference'"
+            ) from None
+        valid = x.is_not_null().to_numpy()
+        key = x.fill_null(0).to_numpy().view(np.uint64) ^ _SIGN
+    if kind == "min":
+        key = ~key
+    key = np.where(valid, key, np.uint64(0))
+    if np.any(valid & (key == 0)):
+        extreme = "largest" if kind == "min" else "smallest"
+        raise CepvecDataError(
+            f"{kind.upper()}({col.name}) in query {' '.join(q.text.split())!r}: the {extreme} Int64 value "
+            "cannot be told from 'no value' by the Numba engines' order keys; use engine='reference'")
+    return key
+
+
+def order_values(keys: pl.Series, kind: str, dtype) -> pl.Series:
+    """The values of ``order_keys`` (0: null), as a Series of ``dtype``."""
+    k = keys.to_numpy().astype(np.uint64, copy=False)
+    null = k == 0
+    if kind == "min":
+        k = ~k
+    if dtype.is_float():
+        bits = np.where(k >> np.uint64(63), k ^ _SIGN, ~k)
+        vals = pl.Series(keys.name, bits.view(np.float64))
+    else:
+        vals = pl.Series(keys.name, (k ^ _SIGN).view(np.int64))
+        if dtype.is_temporal():
+            phys = pl.Int32 if dtype == pl.Date else pl.Int64
+            return pl.select(pl.when(pl.Series(null)).then(None).otherwise(vals.cast(phys))).to_series() \
+                .cast(dtype).rename(keys.name)
+    return pl.select(pl.when(pl.Series(null)).then(None).otherwise(vals)).to_series().cast(dtype).rename(keys.name)

@@ -13,8 +13,9 @@ from .query import Query
 ENGINES = ("auto", "aseq", "greta", "reference")
 
 
-def engine_support(q: Query, engine: str) -> str | None:
-    """None when ``engine`` can run ``q``, else the reason it cannot."""
+def engine_support(q: Query, engine: str, schema: dict | None = None) -> str | None:
+    """None when ``engine`` can run ``q`` (on input with column types ``schema``, when
+    known), else the reason it cannot."""
     from .plan_linear import unsupported_reason
 
     if engine == "reference":
@@ -25,7 +26,7 @@ def engine_support(q: Query, engine: str) -> str | None:
         from .plan_trend import unsupported_reason as trend_reason
 
         return trend_reason(q)
-    return unsupported_reason(q)
+    return unsupported_reason(q, schema)
 
 
 def uses_trend_path(q: Query) -> bool:
@@ -44,10 +45,10 @@ def run_class(q: Query, engine: str):
     return LinearRun
 
 
-def choose_engine(q: Query) -> tuple[str, str]:
+def choose_engine(q: Query, schema: dict | None = None) -> tuple[str, str]:
     """The engine ``engine="auto"`` resolves to for ``q``, and why."""
     name = "greta" if (q.is_kleene or uses_trend_path(q)) else "aseq"
-    why = engine_support(q, name)
+    why = engine_support(q, name, schema)
     if why is None and uses_trend_path(q):
         return ("greta", "edge predicates: GRETA per-event trend aggregates, predecessors found per transition "
                          "by a Fenwick tree over ranked keys or a running sum (Numba), O(log n) per event and "
@@ -62,13 +63,14 @@ def choose_engine(q: Query) -> tuple[str, str]:
                          "engine answers every query but is exponential in the number of matches")
 
 
-def resolve_engine(q: Query, engine: str) -> str:
+def resolve_engine(q: Query, engine: str, schema: dict | None = None) -> str:
+    """The engine that runs ``q`` (``engine``, or the choice of "auto"); raises when it cannot."""
     if engine not in ENGINES:
         raise UnsupportedByEngine(
             f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if engine == "auto":
-        return choose_engine(q)[0]
-    why = engine_support(q, engine)
+        return choose_engine(q, schema)[0]
+    why = engine_support(q, engine, schema)
     if why is not None:
         raise UnsupportedByEngine(
             f"engine={engine!r} cannot run query {' '.join(q.text.split())!r}: {why}. "
@@ -109,21 +111,29 @@ def build_output(q: Query, prep: Prepared, cells, numeric: str) -> pl.DataFrame:
     return frame
 
 
-def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, float_comps) -> pl.DataFrame:
-    """Turn linear-kernel cells (per partition) into the result: sum per group, finish AVG/SUM."""
+def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answers=None) -> pl.DataFrame:
+    """Turn linear-kernel cells (per partition) into the result: combine per group, finish AVG/SUM/MIN/MAX.
+
+    ``runs``: the streams of one query; ``answers``: per stream the components
+    whose columns come from it (None: all from the first stream, which always
+    gives the count ``__v0`` and the rows).
+    """
     if len(runs) == 1 and getattr(runs[0], "groups_are_partitions", False) and hasattr(runs[0], "outputs"):
         return _output_frame_by_partition(q, prep, plan, runs[0], numeric)
     cells = runs[0].result_cells()
-    if len(runs) > 1:
-        fl = runs[1].result_cells()
-        cols = [f"__v{1 + j}" for j in float_comps]
-        cells = cells.drop(cols).join(fl.select("__pid", "__key", *cols), on=["__pid", "__key"], how="left")
+    for run, comps in zip(runs[1:], (answers or [])[1:]):
+        other = run.result_cells()
+        cols = [f"__v{1 + j}" for j in comps]
+        cells = cells.drop(cols).join(other.select("__pid", "__key", *cols), on=["__pid", "__key"], how="left")
     if q.group_by:
         cells = cells.join(runs[0].group_frame(), on="__pid", how="left")
     by = list(q.group_by) + ["__key"]
     vcols = [c for c in cells.columns if c.startswith("__v")]
-    int_cols = [c for c in vcols if cells.schema[c].is_integer()]
-    g = cells.group_by(by, maintain_order=True).agg([pl.col(c).sum() for c in vcols]) if len(cells) else cells
+    order_cols = {f"__v{1 + j}" for j, c in enumerate(plan.components) if c.kind in ("min", "max")}
+    int_cols = [c for c in vcols if cells.schema[c].is_integer() and c not in order_cols]
+    # order keys (MIN / MAX) combine by max (a bigger key is the better extreme; 0 is no value)
+    aggs = [pl.col(c).max() if c in order_cols else pl.col(c).sum() for c in vcols]
+    g = cells.group_by(by, maintain_order=True).agg(aggs) if len(cells) else cells
     if _sums_overflow(cells, by, int_cols) if len(cells) else False:
         from .errors import CepvecOverflowError
 
@@ -225,8 +235,12 @@ def _assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: d
         elif a.func == "SUM":
             s, nn = vals[f"__v{1 + comps[0]}"], vals[f"__v{1 + comps[1]}"]
             col = pl.select(pl.when(nn > 0).then(s).otherwise(None)).to_series()
-        else:  # AVG
+        elif a.func == "AVG":
             s, nn = vals[f"__v{1 + comps[0]}"], vals[f"__v{1 + comps[1]}"]
             col = pl.select(pl.when(nn > 0).then(s.cast(pl.Float64) / nn).otherwise(None)).to_series()
+        else:  # MIN, MAX: order keys
+            from .engine_linear import order_values
+
+            col = order_values(vals[f"__v{1 + comps[0]}"], a.func.lower(), out_schema[a.label])
         data[a.label] = col.rename(a.label).cast(out_schema[a.label])
     return pl.DataFrame([data[n] for n in out_schema])

@@ -35,7 +35,8 @@ MAX_OCCS = 64
 class Component:
     """A linear aggregate component: per match, the sum of a weight over its events."""
 
-    kind: str  # "count" (events bound), "sum" (attribute values), "nonnull" (non-null values)
+    kind: str  # "count" (events bound), "sum" (attribute values), "nonnull" (non-null values),
+    # "min" / "max" (extreme attribute value: runs on the order semiring, see engine_linear)
     occs: tuple[int, ...]
     attr: str | None
 
@@ -65,8 +66,9 @@ class LinearPlan:
                 f"{', '.join(self.slot_names)}; {len(self.components)} aggregate components)")
 
 
-def unsupported_reason(q: Query) -> str | None:
-    """Why the linear-map engine cannot run ``q`` (None when it can)."""
+def unsupported_reason(q: Query, schema: dict | None = None) -> str | None:
+    """Why the linear-map engine cannot run ``q`` (None when it can); ``schema``: the
+    input's column types when known (MIN/MAX need an orderable attribute)."""
     if q.strategy != "skip-till-any-match":
         return f"event selection strategy {q.strategy} (only skip-till-any-match)"
     if q.edges:
@@ -75,9 +77,12 @@ def unsupported_reason(q: Query) -> str | None:
     if q.qualified_equivalences:
         return "equivalence on the attribute of one variable only (" + ", ".join(
             e.text for e in q.qualified_equivalences) + ")"
-    for a in q.aggs:
-        if a.func in ("MIN", "MAX"):
-            return f"{a.label} (MIN/MAX are not linear aggregates)"
+    if schema is not None:
+        from .engine_linear import orderable
+
+        for a in q.aggs:
+            if a.func in ("MIN", "MAX") and a.attr in schema and not orderable(schema[a.attr]):
+                return f"{a.label} over a {schema[a.attr]} attribute (MIN/MAX of numbers, booleans and times only)"
     for n in q.negations:
         if not isinstance(n.node, Leaf):
             return "a negative sub-pattern with more than one event"
@@ -94,8 +99,9 @@ def plan_components(q: Query) -> tuple[list[Component], list[tuple[int, ...]]]:
     """Linear aggregate components of ``q`` and, per aggregate, the components it reads.
 
     COUNT(v) is one ``count`` component; SUM and AVG are a ``sum`` and a ``nonnull``
-    component (the non-null count tells an all-null SUM, which is null, from 0).
-    Shared by the linear-map and the trend engines.
+    component (the non-null count tells an all-null SUM, which is null, from 0);
+    MIN and MAX are one ``min`` / ``max`` component. Shared by the linear-map and
+    the trend engines.
     """
     comps: list[Component] = []
     comp_of_agg: list[tuple[int, ...]] = []
@@ -105,7 +111,9 @@ def plan_components(q: Query) -> tuple[list[Component], list[tuple[int, ...]]]:
             pass
         elif a.func == "COUNT":
             wanted = [Component("count", tuple(sorted(a.occs)), None)]
-        else:  # SUM, AVG (MIN/MAX are refused before planning)
+        elif a.func in ("MIN", "MAX"):
+            wanted = [Component(a.func.lower(), tuple(sorted(a.occs)), a.attr)]
+        else:  # SUM, AVG
             wanted = [Component("sum", tuple(sorted(a.occs)), a.attr),
                       Component("nonnull", tuple(sorted(a.occs)), a.attr)]
         idx: list[int] = []

@@ -95,6 +95,7 @@ HDR = 4  # header words per program: flags, n_trip, n_reset, n_end
 # the caller stops and raises.
 
 _I64_MAX = 9223372036854775807
+_U64_MAX = 18446744073709551615
 _INLINE = {"forceinline": True, "nogil": True}
 
 
@@ -123,9 +124,37 @@ def _mul_ovf(a, b):
     raise NotImplementedError
 
 
+def _zero(a):
+    """The additive identity of ``a``'s semiring (0; the order semiring's 0 too)."""
+    raise NotImplementedError
+
+
+def _one(a):
+    """The multiplicative identity of ``a``'s semiring (1; the order semiring: 2**64 - 1)."""
+    raise NotImplementedError
+
+
+def _delta(new, old):
+    """What to add to a running total that holds ``old`` to make it hold ``new``."""
+    raise NotImplementedError
+
+
+def _is_order(a) -> bool:
+    """The element type of the order semiring: uint64 (see :func:`_zero`)."""
+    return isinstance(a, types.Integer) and not a.signed
+
+
+def _is_exact(a) -> bool:
+    return isinstance(a, types.Integer) and a.signed
+
+
 @overload(_wadd, jit_options=_INLINE)
 def _ov_wadd(a, b):
-    if isinstance(a, types.Integer):
+    if _is_order(a):
+        def impl(a, b):
+            return max(a, b)
+        return impl
+    if _is_exact(a):
         def impl(a, b):
             return np.int64(np.uint64(a) + np.uint64(b))
         return impl
@@ -137,7 +166,11 @@ def _ov_wadd(a, b):
 
 @overload(_wmul, jit_options=_INLINE)
 def _ov_wmul(a, b):
-    if isinstance(a, types.Integer):
+    if _is_order(a):
+        def impl(a, b):
+            return min(a, b)
+        return impl
+    if _is_exact(a):
         def impl(a, b):
             return np.int64(np.uint64(a) * np.uint64(b))
         return impl
@@ -149,7 +182,7 @@ def _ov_wmul(a, b):
 
 @overload(_ovf, jit_options=_INLINE)
 def _ov_ovf(a, b, s):
-    if isinstance(a, types.Integer):
+    if _is_exact(a):
         def impl(a, b, s):
             return (np.int64(a) ^ s) & (np.int64(b) ^ s)
         return impl
@@ -161,7 +194,7 @@ def _ov_ovf(a, b, s):
 
 @overload(_big, jit_options=_INLINE)
 def _ov_big(a, b):
-    if isinstance(a, types.Integer):
+    if _is_exact(a):
         def impl(a, b):
             return abs(np.float64(a) * np.float64(b)) >= 9.0e18
         return impl
@@ -173,7 +206,7 @@ def _ov_big(a, b):
 
 @overload(_mul_ovf, jit_options=_INLINE)
 def _ov_mul_ovf(a, b):
-    if isinstance(a, types.Integer):
+    if _is_exact(a):
         def impl(a, b):
             if a == 0 or b == 0:
                 return False
@@ -184,6 +217,50 @@ def _ov_mul_ovf(a, b):
 
     def impl(a, b):
         return False
+    return impl
+
+
+@overload(_zero, jit_options=_INLINE)
+def _ov_zero(a):
+    if _is_order(a):
+        def impl(a):
+            return np.uint64(0)
+        return impl
+    if _is_exact(a):
+        def impl(a):
+            return np.int64(0)
+        return impl
+
+    def impl(a):
+        return np.float64(0.0)
+    return impl
+
+
+@overload(_one, jit_options=_INLINE)
+def _ov_one(a):
+    if _is_order(a):
+        def impl(a):
+            return np.uint64(_U64_MAX)
+        return impl
+    if _is_exact(a):
+        def impl(a):
+            return np.int64(1)
+        return impl
+
+    def impl(a):
+        return np.float64(1.0)
+    return impl
+
+
+@overload(_delta, jit_options=_INLINE)
+def _ov_delta(new, old):
+    if _is_order(new):
+        def impl(new, old):  # idempotent sum: adding the whole new state again is exact
+            return new
+        return impl
+
+    def impl(new, old):
+        return new - old
     return impl
 
 
@@ -244,7 +321,7 @@ def _row_axpy(X, d, s, wv):
 @jit_inline
 def _dot(B, r, U, ui):
     """(sum_j B[r, j] * U[ui, j], flag)."""
-    acc = B[r, 0] * 0
+    acc = _zero(B[r, 0])
     f = np.int64(0)
     big = False
     for j in range(B.shape[1]):
@@ -357,7 +434,7 @@ def _set_identity(M):
     for i in range(D):
         for j in range(D):
             M[i, j] = 0
-        M[i, i] = 1
+        M[i, i] = _one(M[0, 0])
 
 
 @jit
@@ -373,7 +450,7 @@ def _within_generic(X_state, pid, lo, hi, B, U, ui, Y, Y2, ev_prog, ev_w, PT, tm
     _apply_generic(Y2, lo, hi, ev_prog, ev_w, PT, tmp, err, False)
     for r in range(out_rows.shape[0]):
         rr = out_rows[r]
-        v, fl = _add(X_state[pid, rr], Y2[rr, 0] - Y[rr, 0])
+        v, fl = _add(X_state[pid, rr], _delta(Y2[rr, 0], Y[rr, 0]))
         f |= fl
         X_state[pid, rr] = v
     if f < 0:
@@ -444,7 +521,7 @@ def _fident(W, base, D):
     for i in range(D * D):
         W[_U64(base + i)] = 0
     for i in range(D):
-        W[_U64(base + i * D + i)] = 1
+        W[_U64(base + i * D + i)] = _one(W[0])
 
 
 @jit_inline
@@ -512,7 +589,7 @@ def _fapply(W, base, D, e, ev_prog, ev_w, nw, PT, right):
 @jit_inline
 def _fdot(W, r, u, D):
     """(sum_j W[r + j] * W[u + j], flag)."""
-    acc = W[_U64(r)] * 0
+    acc = _zero(W[_U64(r)])
     f = np.int64(0)
     big = False
     for j in range(D):
@@ -847,7 +924,8 @@ def run_segments(mode, w, s, check,
     n_seg = len(seg_lo)
     slow = np.zeros(n_seg, np.bool_)
     nz = np.flatnonzero(v0)
-    flat_ok = 1 <= len(nz) <= 2 and bool(np.all((v0 == 0) | (v0 == 1)))
+    one = np.iinfo(v0.dtype).max if v0.dtype == np.uint64 else 1
+    flat_ok = 1 <= len(nz) <= 2 and bool(np.all((v0 == 0) | (v0 == one)))
     j0 = int(nz[0]) if len(nz) else 0
     j1 = int(nz[1]) if len(nz) > 1 else -1
     if not flat_ok:

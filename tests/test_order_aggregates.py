@@ -1,0 +1,150 @@
+"""MIN and MAX on the linear-map kernels (the order semiring) agree with the reference engine.
+
+The exhaustive tests put every tiny stream in its own GROUP-BY group of one
+run, so one engine call checks about a thousand streams; the attribute values
+repeat a short irregular pattern with nulls (and NaN for floats), so minima
+and maxima land on every position of a match.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import polars as pl
+import pytest
+
+import cepvec
+from cepvec.engine_linear import order_keys, order_values, run_linear
+from cepvec.engines import engine_support
+from cepvec.frontend import prepare
+from tests.test_engine_agreement import SHAPES, WINDOWS
+from tests.test_oracle_agreement import rows_differ
+
+pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
+
+_VALUES = [3, None, -2, 7, 0, 5, -2, None, 9, 1, -6]
+
+
+def _streams(n_max: int, times=(0, 1, 3), types="ABC"):
+    for n in range(1, n_max + 1):
+        for ts in itertools.combinations_with_replacement(times, n):
+            for tys in itertools.product(types, repeat=n):
+                if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
+                    continue
+                yield list(zip(ts, tys))
+
+
+def _frame(n_max: int, x_dtype=pl.Int64, nan: bool = False) -> pl.DataFrame:
+    rows = []
+    k = 0
+    for sid, ev in enumerate(_streams(n_max)):
+        for t, ty in ev:
+            x = _VALUES[k % len(_VALUES)]
+            if nan and x == 0:
+                x = float("nan")
+            rows.append((sid, t, ty, k % 2, x))
+            k += 1
+    return pl.DataFrame(rows, schema={"sid": pl.Int64, "time": pl.Int64, "type": pl.String, "id": pl.Int64,
+                                      "x": pl.Float64 if nan else x_dtype}, orient="row")
+
+
+def _check(text: str, df: pl.DataFrame, engine: str, cuts=None):
+    q = cepvec.compile(text)
+    want = cepvec.run(q, df, engine="reference").to_dicts()
+    got = cepvec.run(q, df, engine=engine).to_dicts()
+    diff = rows_differ(got, want)
+    assert diff is None, f"{engine}: {text}: {diff}"
+    if cuts is not None:
+        got = run_linear(q, prepare(q, df), batches=cuts).to_dicts()
+        diff = rows_differ(got, want)
+        assert diff is None, f"{engine} cut at {cuts}: {text}: {diff}"
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_exhaustive_min_max(shape, window):
+    other = "MIN(B.x)" if "B" in shape else "COUNT(A)"
+    text = (f"RETURN sid, COUNT(*), MIN(A.x), MAX(A.x), {other}, SUM(A.x) PATTERN {shape} "
+            f"GROUP-BY sid {window}")
+    q = cepvec.compile(text)
+    engine = "greta" if q.is_kleene else "aseq"
+    df = _frame(4)
+    if engine_support(q, engine) is not None:
+        with pytest.raises(cepvec.UnsupportedByEngine, match="cannot run"):
+            cepvec.run(q, df, engine=engine)
+        return
+    _check(text, df, engine, cuts=[len(df) // 3, len(df) // 2])
+
+
+@pytest.mark.parametrize("window", ["", "WITHIN 2", "WITHIN 2 EMIT CHANGES", "WITHIN 3 SLIDE 1"])
+def test_min_max_across_partitions_of_a_group(window):
+    """Equivalence keys beyond GROUP-BY: a group's extreme is the extreme over its partitions."""
+    text = f"RETURN sid, MIN(A.x), MAX(B.x), COUNT(*) PATTERN SEQ(A, B+) WHERE [id] GROUP-BY sid {window}"
+    _check(text, _frame(4), "greta")
+
+
+@pytest.mark.parametrize("window", ["", "WITHIN 2", "WITHIN 2 SLIDE 1"])
+def test_min_max_of_floats_with_nan(window):
+    """NaN reads as null (as in the reference engine); -0.0 and 0.0 stay ordered."""
+    text = f"RETURN sid, MIN(A.x), MAX(A.x), AVG(A.x) PATTERN SEQ(A+, B) GROUP-BY sid {window}"
+    _check(text, _frame(4, nan=True), "greta")
+
+
+def test_min_max_numeric_float64_keeps_exact_extremes():
+    df = _frame(3)
+    text = "RETURN sid, COUNT(*), MIN(A.x), MAX(A.x) PATTERN SEQ(A+, B) GROUP-BY sid"
+    want = cepvec.run(text, df, engine="reference", numeric="float64").to_dicts()
+    got = cepvec.run(text, df, engine="greta", numeric="float64").to_dicts()
+    assert rows_differ(got, want) is None
+
+
+@pytest.mark.parametrize("dtype,values", [
+    (pl.Int8, [-128, 127, 5, None]),
+    (pl.UInt32, [0, 4_000_000_000, 7, None]),
+    (pl.Float32, [1.5, -2.25, float("inf"), None]),
+    (pl.Boolean, [True, False, None, True]),
+    (pl.Date, [dt.date(2026, 1, 2), dt.date(1969, 12, 31), None, dt.date(2030, 5, 5)]),
+    (pl.Datetime("us", "Europe/Paris"), [dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc), None,
+                                        dt.datetime(1960, 1, 1, tzinfo=dt.timezone.utc),
+                                        dt.datetime(2026, 1, 3, tzinfo=dt.timezone.utc)]),
+    (pl.Duration("ms"), [dt.timedelta(seconds=-3), dt.timedelta(0), None, dt.timedelta(days=2)]),
+])
+def test_min_max_keep_the_attribute_type(dtype, values):
+    df = pl.DataFrame({"type": ["A", "A", "A", "A", "B"], "time": [1, 2, 3, 4, 5],
+                       "x": pl.Series(values + [None], dtype=dtype)})
+    text = "RETURN MIN(A.x), MAX(A.x) PATTERN SEQ(A+, B)"
+    want = cepvec.run(text, df, engine="reference")
+    got = cepvec.run(text, df, engine="greta")
+    assert got.schema == want.schema
+    assert got.to_dicts() == want.to_dicts()
+
+
+def test_order_keys_round_trip_and_order():
+    s = pl.Series("x", [-(2 ** 63) + 1, -5, 0, 3, 2 ** 63 - 2, None])
+    for kind in ("min", "max"):
+        k = order_keys(s, kind, cepvec.compile("RETURN COUNT(*) PATTERN A"))
+        back = order_values(pl.Series("k", k), kind, pl.Int64)
+        assert back.to_list() == s.to_list()
+        valid = k[:-1]
+        assert list(valid) == sorted(valid, reverse=kind == "min")
+    f = pl.Series("x", [-float("inf"), -1.5, -0.0, 0.0, 2.5, float("inf"), None])
+    k = order_keys(f, "max", cepvec.compile("RETURN COUNT(*) PATTERN A"))
+    assert list(k[:-1]) == sorted(k[:-1])
+    assert order_values(pl.Series("k", k), "max", pl.Float64).to_list()[1:] == f.to_list()[1:]
+
+
+def test_extreme_int_value_is_an_error_not_a_null():
+    df = pl.DataFrame({"type": ["A", "B"], "time": [1, 2], "x": [2 ** 63 - 1, 0]})
+    text = "RETURN MIN(A.x) PATTERN SEQ(A, B)"
+    with pytest.raises(cepvec.CepvecDataError, match="largest Int64 value"):
+        cepvec.run(text, df, engine="aseq")
+    assert cepvec.run(text, df, engine="reference")["MIN(A.x)"].to_list() == [2 ** 63 - 1]
+
+
+def test_min_of_strings_runs_on_the_reference_engine():
+    df = pl.DataFrame({"type": ["A", "A", "B"], "time": [1, 2, 3], "x": ["pear", "apple", "fig"]})
+    text = "RETURN MIN(A.x), MAX(A.x) PATTERN SEQ(A+, B)"
+    assert cepvec.run(text, df).to_dicts() == [{"MIN(A.x)": "apple", "MAX(A.x)": "pear"}]
+    with pytest.raises(cepvec.UnsupportedByEngine, match="MIN/MAX of numbers"):
+        cepvec.run(text, df, engine="greta")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from .engines import resolve_engine, run_reference, uses_trend_path
-from .errors import CepvecPlanError, CepvecTypeError
+from .engines import resolve_engine, run_engine, run_reference
+from .errors import CepvecPlanError, CepvecTypeError, UnsupportedByEngine
 from .frontend import output_schema, prepare
 from .query import Query, compile_query
 
@@ -120,19 +120,12 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     name = resolve_engine(q, engine, prep.df.schema)
     if name == "reference":
         return run_reference(q, prep, numeric=numeric)
-    if name == "greta" and uses_trend_path(q):
-        from .engine_trend import run_trend
-        from .errors import UnsupportedByEngine
-
-        try:
-            return run_trend(q, prep, numeric=numeric)
-        except UnsupportedByEngine:
-            if engine != "auto":  # the data do not fit the trend path (e.g. string keys)
-                raise
-            return run_reference(q, prep, numeric=numeric)
-    from .engine_linear import run_linear
-
-    return run_linear(q, prep, numeric=numeric)
+    try:
+        return run_engine(q, prep, name, numeric=numeric)
+    except UnsupportedByEngine:
+        if engine != "auto":  # the data do not fit the engine (e.g. string keys on the trend path)
+            raise
+        return run_reference(q, prep, numeric=numeric)
 
 
 def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None) -> pl.DataFrame:

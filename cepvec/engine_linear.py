@@ -356,6 +356,27 @@ class LinearStream:
             nk[: self.next_k.shape[0]] = self.next_k
             self.next_k = nk
 
+    def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
+        """New partitions ``dst`` (key frames) start with the state of partitions ``src``: their
+        vector or carried window events, and their held-back rows (see cepvec.qualified)."""
+        from .qualified import clone_index, copy_rows
+
+        d = self._partition_ids(dst)
+        sp = self._partition_ids(src)
+        self.X[d] = self.X[sp]
+        self.next_k[d] = self.next_k[sp]
+        c = self.carry
+        if c is not None:
+            rows, new_pid = clone_index(c["pid"], sp, d)
+            self.carry = {k: np.concatenate([v, new_pid if k == "pid" else v[rows]]) for k, v in c.items()}
+        if self.held is not None:
+            hdf, ht = self.held
+            hdf = hdf.with_columns(pl.Series("__t", ht))
+            extra = copy_rows(hdf, src, dst)
+            if len(extra):
+                both = pl.concat([hdf, extra], how="vertical_relaxed").sort("__t", maintain_order=True)
+                self.held = (both.drop("__t"), both["__t"].to_numpy())
+
     # -------------------------------------------------------------- streaming
     def push(self, df: pl.DataFrame, times: np.ndarray, *, final: bool = False):
         """Consume the next time-ordered batch (``times`` in the time unit)."""
@@ -599,6 +620,10 @@ class LinearRun:
         for st in self.streams:
             st.push(df, times)
 
+    def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
+        for st in self.streams:
+            st.clone_partitions(dst, src)
+
     def finish(self, prep: Prepared) -> pl.DataFrame:
         from .engines import build_output_frame
 
@@ -610,12 +635,9 @@ class LinearRun:
 
 def run_linear(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` with the linear-map kernels (``batches``: cut points, for tests)."""
-    run = LinearRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
-    times = prep.times.to_numpy()
-    cuts = [0] + sorted(set(batches or [])) + [len(prep.df)]
-    for a, b in zip(cuts, cuts[1:]):
-        run.push(prep.df[a:b], times[a:b])
-    return run.finish(prep)
+    from .engines import run_engine
+
+    return run_engine(q, prep, "aseq", numeric=numeric, batches=batches)
 
 
 # ---------------------------------------------------------------------- order keys (MIN / MAX)

@@ -213,6 +213,33 @@ class TrendStream:
         out.update(wi=wi, wf=wf, key=key, thr=thr, kok=kok, tok=tok)
         return out
 
+    def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
+        """New partitions ``dst`` (key frames) start with the state of partitions ``src``: their
+        carried rows or window events, and their held-back rows (see cepvec.qualified)."""
+        from .qualified import clone_index, copy_rows
+
+        d = self.parts.ids(dst)
+        sp = self.parts.ids(src)
+        if len(self.next_k) < len(self.parts):
+            nk = np.zeros(len(self.parts), np.int64)
+            nk[: len(self.next_k)] = self.next_k
+            self.next_k = nk
+        self.next_k[d] = self.next_k[sp]
+
+        def dup(rows: dict) -> dict:
+            idx, new_pid = clone_index(rows["pid"], sp, d)
+            return {k: np.concatenate([v, new_pid if k == "pid" else v[idx]]) for k, v in rows.items()}
+
+        self.state = dup(self.state)
+        o = np.argsort(self.state["pid"], kind="stable")
+        self.state = {k: np.ascontiguousarray(v[o]) for k, v in self.state.items()}
+        if self.carry is not None:
+            self.carry = dup(self.carry)
+        if self.held is not None and len(self.held):
+            extra = copy_rows(self.held, src, dst)
+            if len(extra):
+                self.held = pl.concat([self.held, extra], how="vertical_relaxed").sort("__t", maintain_order=True)
+
     # -------------------------------------------------------------- streaming
     def _carry_len(self) -> int:
         return len(self.carry["t"]) if self.carry is not None else 0
@@ -364,6 +391,9 @@ class TrendRun:
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         self.stream.push(df, times)
 
+    def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
+        self.stream.clone_partitions(dst, src)
+
     def finish(self, prep: Prepared) -> pl.DataFrame:
         from .engines import build_output_frame
 
@@ -373,9 +403,6 @@ class TrendRun:
 
 def run_trend(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` on the trend path (``batches``: cut points, for tests)."""
-    run = TrendRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
-    times = prep.times.to_numpy()
-    cuts = [0] + sorted(set(batches or [])) + [len(prep.df)]
-    for a, b in zip(cuts, cuts[1:]):
-        run.push(prep.df[a:b], times[a:b])
-    return run.finish(prep)
+    from .engines import run_engine
+
+    return run_engine(q, prep, "greta", numeric=numeric, batches=batches)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
@@ -20,6 +22,13 @@ def engine_support(q: Query, engine: str, schema: dict | None = None) -> str | N
 
     if engine == "reference":
         return None
+    if q.qualified_equivalences:
+        from .qualified import unqualified_query, unsupported_reason as qualified_reason
+
+        why = qualified_reason(q)
+        if why is not None:
+            return why
+        q = unqualified_query(q)
     if engine == "aseq" and q.is_kleene:
         return "the pattern has Kleene plus; A-Seq handles fixed-length SEQ only (use engine='greta')"
     if engine == "greta" and uses_trend_path(q):
@@ -37,18 +46,37 @@ def uses_trend_path(q: Query) -> bool:
 def run_class(q: Query, engine: str):
     """The streaming run class (``push``/``finish``) of a resolved non-reference engine."""
     if engine == "greta" and uses_trend_path(q):
-        from .engine_trend import TrendRun
+        from .engine_trend import TrendRun as cls
+    else:
+        from .engine_linear import LinearRun as cls
+    if q.qualified_equivalences:
+        from .qualified import QualifiedRun
 
-        return TrendRun
-    from .engine_linear import LinearRun
+        return functools.partial(QualifiedRun, cls)
+    return cls
 
-    return LinearRun
+
+def run_engine(q: Query, prep: Prepared, engine: str, *, numeric: str = "int64",
+               batches: list[int] | None = None) -> pl.DataFrame:
+    """Evaluate ``q`` with a resolved non-reference engine (``batches``: cut points, for tests)."""
+    run = run_class(q, engine)(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
+    times = prep.times.to_numpy()
+    cuts = [0] + sorted(set(batches or [])) + [len(prep.df)]
+    for a, b in zip(cuts, cuts[1:]):
+        run.push(prep.df[a:b], times[a:b])
+    return run.finish(prep)
 
 
 def choose_engine(q: Query, schema: dict | None = None) -> tuple[str, str]:
     """The engine ``engine="auto"`` resolves to for ``q``, and why."""
     name = "greta" if (q.is_kleene or uses_trend_path(q)) else "aseq"
     why = engine_support(q, name, schema)
+    if why is None and q.qualified_equivalences:
+        from .qualified import unqualified_query
+
+        name2, reason = choose_engine(unqualified_query(q), schema)
+        return (name2, reason + "; qualified equivalence " + ", ".join(e.text for e in q.qualified_equivalences)
+                + ": events of the other variables are copied to every partition of their key (cepvec/qualified.py)")
     if why is None and uses_trend_path(q):
         return ("greta", "edge predicates: GRETA per-event trend aggregates, predecessors found per transition "
                          "by a Fenwick tree over ranked keys or a running sum (Numba), O(log n) per event and "

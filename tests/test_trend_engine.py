@@ -319,8 +319,7 @@ REFUSED = [
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x + NEXT(A).x > 3", "mixes attributes of both events"),
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x AND A.y < NEXT(A).y", "several edge predicates"),
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x != NEXT(A).x", "not a comparison with"),
-    ("RETURN segment, COUNT(*) PATTERN SEQ(NOT Accident A, Position P+) WHERE [P.vehicle, segment] AND "
-     "P.speed > NEXT(P).speed GROUP-BY segment WITHIN 10 minutes SLIDE 1 minute", "one variable only"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, A b+) WHERE [b.x] AND b.y < NEXT(b).y", "other variables match too"),
     ("RETURN COUNT(*) PATTERN SEQ(A+, NOT SEQ(C, D), B) WHERE A.x > NEXT(A).x", "more than one event"),
     ("RETURN COUNT(*) PATTERN A+ WHERE skip_till_next_match(A) { A.x > NEXT(A).x }", "skip-till-next-match"),
 ]

@@ -161,7 +161,7 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
     int_cols = [c for c in vcols if cells.schema[c].is_integer() and c not in order_cols]
     # order keys (MIN / MAX) combine by max (a bigger key is the better extreme; 0 is no value)
     aggs = [pl.col(c).max() if c in order_cols else pl.col(c).sum() for c in vcols]
-    g = cells.group_by(by, maintain_order=True).agg(aggs) if len(cells) else cells
+    g = cells.group_by(by).agg(aggs) if len(cells) else cells  # sorted below
     if _sums_overflow(cells, by, int_cols) if len(cells) else False:
         from .errors import CepvecOverflowError
 
@@ -184,6 +184,9 @@ def _sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
     if not int_cols:
         return False
     lim = np.iinfo(np.int64)
+    bound = max(max(abs(int(cells[c].min())), abs(int(cells[c].max()))) for c in int_cols)
+    if bound * len(cells) <= lim.max:  # no group's sum can leave int64
+        return False
     try:
         s = cells.group_by(by).agg([pl.col(c).cast(pl.Int128).sum() for c in int_cols])
         return any(s[c].max() > lim.max or s[c].min() < lim.min for c in int_cols)

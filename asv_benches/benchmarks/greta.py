@@ -1,4 +1,4 @@
-"""GRETA workloads (stock Q1, cluster Q2) on the trend path, with baselines in the same run.
+"""GRETA workloads (stock Q1, cluster Q2, traffic Q3) on the trend path, with baselines in the same run.
 
 * ``time_greta``: ``engine="auto"`` (the GRETA trend path: Fenwick trees over
   ranked prices for ``S.price > NEXT(S).price``, shared SLIDE window slots);
@@ -7,7 +7,9 @@
 * ``time_polars_pass``: a plain Polars group-by over the same columns.
 
 Q1 uses the paper's window (10 minutes sliding by 10 seconds: 60 windows per
-event); Q2 uses 1 minute sliding by 30 seconds.
+event); Q2 uses 1 minute sliding by 30 seconds; Q3 (the paper's query:
+``[P.vehicle, segment]``, accidents broadcast to every vehicle of their
+segment) 5 minutes sliding by 1 minute.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ Q1 = ("RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [company, sector] AND S.pr
       "GROUP-BY sector WITHIN 10 minutes SLIDE 10 seconds")
 Q2 = ("RETURN mapper, SUM(M.cpu) PATTERN SEQ(Start S, Measurement M+, End E) WHERE [job, mapper] "
       "AND M.load < NEXT(M).load GROUP-BY mapper WITHIN 1 minute SLIDE 30 seconds")
+Q3 = ("RETURN segment, COUNT(*), AVG(P.speed) PATTERN SEQ(NOT Accident A, Position P+) "
+      "WHERE [P.vehicle, segment] AND P.speed > NEXT(P).speed GROUP-BY segment WITHIN 5 minutes SLIDE 1 minute")
 SIZES = [200, 100_000] + ([] if SKIP_SLOW else [1_000_000])
-WORKLOAD = {"q1": ("stock", Q1), "q2": ("cluster", Q2)}
+WORKLOAD = {"q1": ("stock", Q1), "q2": ("cluster", Q2), "q3": ("traffic", Q3)}
 
 
 class Greta:
-    params = [["q1", "q2"], SIZES]
+    params = [["q1", "q2", "q3"], SIZES]
     param_names = ["query", "n_events"]
     timeout = 600
 
@@ -45,7 +49,7 @@ class Greta:
 
 
 class GretaReference:
-    params = [["q1", "q2"], [200]]
+    params = [["q1", "q2", "q3"], [200]]
     param_names = ["query", "n_events"]
     timeout = 600
 

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import polars as pl
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -275,3 +277,14 @@ def query_and_stream(draw, max_events: int = 8, **grammar):
     qtypes = [t for t in cepvec.compile(text).event_types if t in TYPES]
     types = TYPES if not qtypes or draw(st.integers(0, 4)) == 0 else qtypes
     return text, draw(streams(max_events=max_events, types=types))
+
+
+def tiny_streams(n_max: int, times=(0, 1, 3), types="ABC", n_min: int = 0):
+    """Every stream of ``n_min..n_max`` events as ``[(time, type), ...]``: all time multisets and
+    type sequences, with tied events in one order only (same-time events never see each other)."""
+    for n in range(n_min, n_max + 1):
+        for ts in itertools.combinations_with_replacement(times, n):
+            for tys in itertools.product(types, repeat=n):
+                if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
+                    continue
+                yield list(zip(ts, tys))

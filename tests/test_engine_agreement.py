@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import itertools
 
 import polars as pl
 import pytest
@@ -24,7 +23,7 @@ from cepvec.engine_linear import run_linear
 from cepvec.engine_trend import run_trend
 from cepvec.engines import engine_support, uses_trend_path
 from cepvec.frontend import prepare
-from tests.strategies import make_frame, query_and_stream
+from tests.strategies import make_frame, query_and_stream, tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -63,14 +62,9 @@ WINDOWS = ["", "WITHIN 2", "WITHIN 2 EMIT CHANGES", "WITHIN 2 SLIDE 1", "WITHIN 
            "EMIT CHANGES"]
 
 
-def _streams(n_max: int, times=(0, 1, 3), types="ABC"):
-    for n in range(n_max + 1):
-        for ts in itertools.combinations_with_replacement(times, n):
-            for tys in itertools.product(types, repeat=n):
-                # tied events are never adjacent: one order per multiset of types at a time stamp
-                if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
-                    continue
-                yield [(t, ty, i % 2, i + 1) for i, (t, ty) in enumerate(zip(ts, tys))]
+def _streams(n_max: int):
+    for ev in tiny_streams(n_max):
+        yield [(t, ty, i % 2, i + 1) for i, (t, ty) in enumerate(ev)]
 
 
 @pytest.mark.parametrize("window", WINDOWS)

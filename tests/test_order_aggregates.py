@@ -9,8 +9,6 @@ and maxima land on every position of a match.
 from __future__ import annotations
 
 import datetime as dt
-import itertools
-
 import polars as pl
 import pytest
 
@@ -18,6 +16,7 @@ import cepvec
 from cepvec.engine_linear import order_keys, order_values, run_linear
 from cepvec.engines import engine_support
 from cepvec.frontend import prepare
+from tests.strategies import tiny_streams
 from tests.test_engine_agreement import SHAPES, WINDOWS
 from tests.test_oracle_agreement import rows_differ
 
@@ -26,19 +25,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 _VALUES = [3, None, -2, 7, 0, 5, -2, None, 9, 1, -6]
 
 
-def _streams(n_max: int, times=(0, 1, 3), types="ABC"):
-    for n in range(1, n_max + 1):
-        for ts in itertools.combinations_with_replacement(times, n):
-            for tys in itertools.product(types, repeat=n):
-                if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
-                    continue
-                yield list(zip(ts, tys))
-
-
 def _frame(n_max: int, x_dtype=pl.Int64, nan: bool = False) -> pl.DataFrame:
     rows = []
     k = 0
-    for sid, ev in enumerate(_streams(n_max)):
+    for sid, ev in enumerate(tiny_streams(n_max, n_min=1)):
         for t, ty in ev:
             x = _VALUES[k % len(_VALUES)]
             if nan and x == 0:

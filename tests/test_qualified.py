@@ -9,14 +9,13 @@ events, vector, held-back rows).
 
 from __future__ import annotations
 
-import itertools
-
 import polars as pl
 import pytest
 
 import cepvec
 from cepvec.engines import engine_support, run_engine
 from cepvec.frontend import prepare
+from tests.strategies import tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -26,16 +25,9 @@ WINDOWS = ["", "WITHIN 2", "WITHIN 2 EMIT CHANGES", "WITHIN 2 SLIDE 1", "WITHIN 
 
 def _frame(types: str, n_max: int = 4, times=(0, 1, 2)) -> pl.DataFrame:
     rows = []
-    sid = 0
-    for n in range(1, n_max + 1):
-        for ts in itertools.combinations_with_replacement(times, n):
-            for tys in itertools.product(types, repeat=n):
-                if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
-                    continue
-                for j, (t, ty) in enumerate(zip(ts, tys)):
-                    keyed = ty == "P"
-                    rows.append((sid, t, ty, (sid + j) % 2 if keyed else None, (sid * 3 + j) % 5, j % 2))
-                sid += 1
+    for sid, ev in enumerate(tiny_streams(n_max, times, types, n_min=1)):
+        for j, (t, ty) in enumerate(ev):
+            rows.append((sid, t, ty, (sid + j) % 2 if ty == "P" else None, (sid * 3 + j) % 5, j % 2))
     return pl.DataFrame(rows, schema={"sid": pl.Int64, "time": pl.Int64, "type": pl.String, "vehicle": pl.Int64,
                                       "speed": pl.Int64, "segment": pl.Int64}, orient="row")
 

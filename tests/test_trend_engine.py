@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import itertools
 
 import polars as pl
 import pyarrow as pa
@@ -28,7 +27,7 @@ from cepvec.engine_trend import TrendRun, TrendStream, run_trend
 from cepvec.engines import choose_engine, engine_support, uses_trend_path
 from cepvec.frontend import prepare
 from cepvec.generators import cluster_monitoring, stock_trades
-from tests.strategies import streams
+from tests.strategies import streams, tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -69,15 +68,9 @@ def run_cut(q, df: pl.DataFrame, cuts, numeric: str = "int64") -> pl.DataFrame:
 def _all_tiny_streams(n_max: int = 4, times=(0, 1, 3), types="ABC") -> pl.DataFrame:
     """Every tiny stream, each with its own ``sid``; x cycles through X_CYCLE (shifted per stream)."""
     rows = []
-    sid = 0
-    for n in range(1, n_max + 1):
-        for ts in itertools.combinations_with_replacement(times, n):
-            for tys in itertools.product(types, repeat=n):
-                if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
-                    continue
-                for i, (t, ty) in enumerate(zip(ts, tys)):
-                    rows.append((sid, t, ty, X_CYCLE[(i + sid) % len(X_CYCLE)]))
-                sid += 1
+    for sid, ev in enumerate(tiny_streams(n_max, times, types, n_min=1)):
+        for i, (t, ty) in enumerate(ev):
+            rows.append((sid, t, ty, X_CYCLE[(i + sid) % len(X_CYCLE)]))
     return pl.DataFrame(rows, schema={"sid": pl.Int64, "time": pl.Int64, "type": pl.String, "x": pl.Int64},
                         orient="row")
 

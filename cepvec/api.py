@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .engines import resolve_engine, run_reference, uses_trend_path
+from .engines import greta_path, resolve_engine, run_reference
 from .errors import CepvecPlanError, CepvecTypeError
 from .frontend import output_schema, prepare
 from .query import Query, compile_query
@@ -119,14 +119,23 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     output_schema(q, prep.df.schema, prep.time_dtype, numeric)  # type errors before any work
     if name == "reference":
         return run_reference(q, prep, numeric=numeric)
-    if name == "greta" and uses_trend_path(q):
+    path = greta_path(q) if name == "greta" else None
+    if path == "trend":
         from .engine_trend import run_trend
         from .errors import UnsupportedByEngine
 
         try:
             return run_trend(q, prep, numeric=numeric)
+        except UnsupportedByEngine:  # the data do not fit the trend path (e.g. string keys)
+            path = "scan"
+    if path == "scan":
+        from .engine_scan import run_scan
+        from .errors import UnsupportedByEngine
+
+        try:
+            return run_scan(q, prep, numeric=numeric)
         except UnsupportedByEngine:
-            if engine != "auto":  # the data do not fit the trend path (e.g. string keys)
+            if engine != "auto":  # the data do not fit the scan either (e.g. a number compared with a string)
                 raise
             return run_reference(q, prep, numeric=numeric)
     from .engine_linear import run_linear

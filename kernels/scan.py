@@ -211,20 +211,58 @@ def _eval_block(prog_op, prog_arg, plo, phi, constI, constF, colI, nI, colF, nF,
                     else:
                         sI[d - 2, k] = 0
             d -= 1
-        else:  # binary arithmetic or comparison on slots d-2, d-1 -> d-2
+        elif op == OP_CMP_I or op == OP_CMP_F:
+            # one loop per (type, comparison): no dispatch inside the loop, so LLVM can vectorise it
+            for k in range(nc):
+                sN[d - 2, k] = sN[d - 2, k] or sN[d - 1, k]
+            if op == OP_CMP_F:
+                if a == CMP_LT:
+                    for k in range(nc):
+                        sI[d - 2, k] = sF[d - 2, k] < sF[d - 1, k]
+                elif a == CMP_GT:
+                    for k in range(nc):
+                        sI[d - 2, k] = sF[d - 2, k] > sF[d - 1, k]
+                else:
+                    for k in range(nc):
+                        sI[d - 2, k] = _cmp(sF[d - 2, k], sF[d - 1, k], a)
+            else:
+                if a == CMP_LT:
+                    for k in range(nc):
+                        sI[d - 2, k] = sI[d - 2, k] < sI[d - 1, k]
+                elif a == CMP_GT:
+                    for k in range(nc):
+                        sI[d - 2, k] = sI[d - 2, k] > sI[d - 1, k]
+                else:
+                    for k in range(nc):
+                        sI[d - 2, k] = _cmp(sI[d - 2, k], sI[d - 1, k], a)
+            d -= 1
+        elif op == OP_ADD_I or op == OP_SUB_I or op == OP_MUL_I or op == OP_ADD_F or op == OP_SUB_F \
+                or op == OP_MUL_F:
+            for k in range(nc):
+                sN[d - 2, k] = sN[d - 2, k] or sN[d - 1, k]
+            if op == OP_ADD_I:
+                for k in range(nc):
+                    sI[d - 2, k] = sI[d - 2, k] + sI[d - 1, k]
+            elif op == OP_SUB_I:
+                for k in range(nc):
+                    sI[d - 2, k] = sI[d - 2, k] - sI[d - 1, k]
+            elif op == OP_MUL_I:
+                for k in range(nc):
+                    sI[d - 2, k] = sI[d - 2, k] * sI[d - 1, k]
+            elif op == OP_ADD_F:
+                for k in range(nc):
+                    sF[d - 2, k] = sF[d - 2, k] + sF[d - 1, k]
+            elif op == OP_SUB_F:
+                for k in range(nc):
+                    sF[d - 2, k] = sF[d - 2, k] - sF[d - 1, k]
+            else:
+                for k in range(nc):
+                    sF[d - 2, k] = sF[d - 2, k] * sF[d - 1, k]
+            d -= 1
+        else:  # division and modulo: null on a zero divisor
             for k in range(nc):
                 nn = sN[d - 2, k] or sN[d - 1, k]
-                if op == OP_CMP_I:
-                    sI[d - 2, k] = 1 if _cmp(sI[d - 2, k], sI[d - 1, k], a) else 0
-                elif op == OP_CMP_F:
-                    sI[d - 2, k] = 1 if _cmp(sF[d - 2, k], sF[d - 1, k], a) else 0
-                elif op == OP_ADD_I:
-                    sI[d - 2, k] = sI[d - 2, k] + sI[d - 1, k]
-                elif op == OP_SUB_I:
-                    sI[d - 2, k] = sI[d - 2, k] - sI[d - 1, k]
-                elif op == OP_MUL_I:
-                    sI[d - 2, k] = sI[d - 2, k] * sI[d - 1, k]
-                elif op == OP_MOD_I:
+                if op == OP_MOD_I:
                     bi = sI[d - 1, k]
                     if bi == 0:
                         nn = True
@@ -232,23 +270,17 @@ def _eval_block(prog_op, prog_arg, plo, phi, constI, constF, colI, nI, colF, nF,
                         sI[d - 2, k] = 0
                     elif not nn:
                         sI[d - 2, k] = sI[d - 2, k] % bi  # floor modulo, as Python
-                elif op == OP_ADD_F:
-                    sF[d - 2, k] = sF[d - 2, k] + sF[d - 1, k]
-                elif op == OP_SUB_F:
-                    sF[d - 2, k] = sF[d - 2, k] - sF[d - 1, k]
-                elif op == OP_MUL_F:
-                    sF[d - 2, k] = sF[d - 2, k] * sF[d - 1, k]
                 elif op == OP_DIV_F:
                     bf = sF[d - 1, k]
                     if bf == 0.0:
                         nn = True
                     else:
                         sF[d - 2, k] = sF[d - 2, k] / bf
-                elif op == OP_MOD_F:
+                else:  # OP_MOD_F, Python's float modulo: the sign of the divisor
                     bf = sF[d - 1, k]
                     if bf == 0.0:
                         nn = True
-                    else:  # Python's float modulo: the sign of the divisor
+                    else:
                         r = np.fmod(sF[d - 2, k], bf)
                         if r != 0.0:
                             if (bf < 0.0) != (r < 0.0):
@@ -306,6 +338,8 @@ def run_scan(mode, w, s, check, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo,
     windowed = mode == MODE_WITHIN or mode == MODE_EMIT or mode == MODE_SLIDE
     by_start = mode == MODE_WITHIN or mode == MODE_EMIT
     dt = out_vi.dtype
+    single = mode == MODE_NONE or mode == MODE_EMIT_ALL  # one bucket per event
+    scalar = single and Ri == 1 and Rf == 0 and NM == 0
     for sg in range(seg_ptr.shape[0] - 1):
         lo = seg_ptr[sg]
         hi = seg_ptr[sg + 1]
@@ -468,7 +502,7 @@ def run_scan(mode, w, s, check, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo,
                     nc = 0
                     for x in range(xlo[i - lo], gstart[i - lo]):
                         if off[x - lo, p] >= 0 and ev_t[x] >= glim:
-                            if max(blo[x - lo], b0) < min(bhi[x - lo], b1):
+                            if single or max(blo[x - lo], b0) < min(bhi[x - lo], b1):
                                 cand[nc] = x
                                 nc += 1
                     if nc == 0:
@@ -477,6 +511,16 @@ def run_scan(mode, w, s, check, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo,
                     if has_prog:
                         _eval_block(prog_op, prog_arg, tr_plo[tr], tr_phi[tr], constI, constF, colI, nI,
                                     colF, nF, cand, nc, i, sI, sF, sN, mask)
+                    if scalar:  # one bucket, a count only (COUNT(*)): sum in a register
+                        acc = VI[base]
+                        for k in range(nc):
+                            if has_prog and not mask[k]:
+                                continue
+                            sv, o1 = _sadd(acc, VI[off[cand[k] - lo, p]], check)
+                            acc = sv
+                            bad |= o1
+                        VI[base] = acc
+                        continue
                     for k in range(nc):
                         if has_prog and not mask[k]:
                             continue

@@ -22,6 +22,8 @@ from .plan_scan import Programs, ScanPlan, build
 from .polars_expr import predicate_mask
 
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "slide": K.MODE_SLIDE}
+_NEG = -(1 << 62)  # "before every time" / "after every time" bounds of the emitted results
+_POS = 1 << 62
 
 
 class _MinMaxCodes:
@@ -65,6 +67,8 @@ class ScanRun:
     """One query over one time-ordered stream on the predecessor-scan path."""
 
     def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
+        from .engine_trend import _Partitions
+
         self.q = q
         self.plan: ScanPlan = build(q)
         self.numeric = numeric
@@ -76,12 +80,19 @@ class ScanRun:
             self.mode = K.MODE_EMIT if w is not None else K.MODE_EMIT_ALL
         else:
             self.mode = _MODES[kind]
+        # with a window, batches are scanned as they come (replaying the events still in reach);
+        # without one every earlier event is a predecessor, so the batches are kept until finish
+        self.incremental = self.mode in (K.MODE_WITHIN, K.MODE_EMIT, K.MODE_SLIDE)
         self.programs = Programs(q, self.plan, self.schema)  # raises UnsupportedByEngine on bad types
-        self.frames: list[pl.DataFrame] = []
+        self.parts = _Partitions(q, {c: self.schema[c] for c in q.partition_by})
+        self.frames: list[pl.DataFrame] = []  # kept batches (no window) or the carried events
+        self.held: pl.DataFrame | None = None
+        self.done = _NEG  # results are final (emitted) up to this bound (see _scan)
+        self.cells: list[pl.DataFrame] = []
         self.last_time: int | None = None
 
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
-        """Keep the next time-ordered batch (``times`` in the time unit)."""
+        """Consume the next time-ordered batch (``times`` in the time unit)."""
         if not len(df):
             return
         if self.last_time is not None and times[0] < self.last_time:
@@ -89,17 +100,59 @@ class ScanRun:
                 f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
                 "batches must arrive in time order")
         self.last_time = int(times[-1])
-        self.frames.append(df.with_columns(pl.Series("__t", np.asarray(times, np.int64))))
+        df = df.with_columns(pl.Series("__t", np.asarray(times, np.int64)))
+        if not self.incremental:
+            self.frames.append(df)
+            return
+        if self.held is not None:
+            df = pl.concat([self.held, df], how="vertical_relaxed")
+        # equal time stamps may continue in the next batch: hold the last one back
+        tv = df["__t"].to_numpy()
+        cut = int(np.searchsorted(tv, tv[-1], side="left"))
+        self.held = df[cut:]
+        if cut:
+            self._scan(df[:cut], int(tv[-1]))
 
-    # ------------------------------------------------------------------ run
+    def _scan(self, new: pl.DataFrame | None, bound: int) -> None:
+        """Scan the carried events and ``new`` (all before ``bound``); emit what became final.
+
+        Final, and not emitted before, are: WITHIN, the matches whose first event ``τ`` has
+        ``done < τ + w <= bound`` (the end negation reads up to ``τ + w``); SLIDE, the windows with
+        ``done < k s + w <= bound``; EMIT CHANGES, the times in ``[done, bound)``. All of them
+        start after ``done - w`` and their negative matches after ``done - 2w``, so the events
+        after ``bound - 2w`` are carried to the next call and replayed.
+        """
+        parts = [f for f in (*self.frames, new) if f is not None and len(f)]
+        df = pl.concat(parts, how="vertical_relaxed") if parts else None
+        if df is not None and len(df):
+            cells = self._run_kernel(df, self.done, bound)
+            if cells is not None and len(cells):
+                self.cells.append(cells)
+            if bound < _POS:
+                df = df.filter(pl.col("__t") > bound - 2 * self.w)
+            self.frames = [df]
+        self.done = bound
+
     def finish(self, prep: Prepared) -> pl.DataFrame:
-        from .engine_trend import _Partitions
-
-        q, plan = self.q, self.plan
-        df = pl.concat(self.frames, how="vertical_relaxed") if self.frames else None
+        if self.incremental:
+            held, self.held = self.held, None
+            self._scan(held, _POS)
+        else:
+            df = pl.concat(self.frames, how="vertical_relaxed") if self.frames else None
+            if df is not None and len(df):
+                cells = self._run_kernel(df, _NEG, _POS)
+                if cells is not None and len(cells):
+                    self.cells.append(cells)
         self.frames = []
-        if df is None or not len(df):
-            return pl.DataFrame(schema=_out_schema(q, prep, self.numeric))
+        if not self.cells:
+            return pl.DataFrame(schema=_out_schema(self.q, prep, self.numeric))
+        cells = pl.concat(self.cells, how="vertical_relaxed")
+        return _assemble(self.q, prep, self.plan, self.numeric, cells, self.parts)
+
+    # ------------------------------------------------------------------ kernel call
+    def _run_kernel(self, df: pl.DataFrame, done: int, bound: int) -> pl.DataFrame | None:
+        """Cells (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``."""
+        q, plan = self.q, self.plan
         df = df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))  # NaN reads as null
         tcol = pl.col(q.type_col).cast(pl.String)
         bind = pl.lit(0, dtype=pl.Int64)
@@ -110,7 +163,9 @@ class ScanRun:
         keep = bind_all != 0
         df = df.filter(pl.Series(keep))
         bind_all = bind_all[keep]
-        parts = _Partitions(q, {c: self.schema[c] for c in q.partition_by})
+        parts = self.parts
+        if not len(df):
+            return None
         pid = parts.ids(df)
         order, seg_all = partition_order(pid, len(parts))
         df = df[order]
@@ -172,7 +227,7 @@ class ScanRun:
                 g = parts.keys.join(uniq, on=gcols, how="left", nulls_equal=True)
                 gid_of_pid[g["__pid"].to_numpy()] = g["__g"].to_numpy().astype(np.int64)
             gid = gid_of_pid[pid]
-            is_end = (ev_bind & end_bit) != 0
+            is_end = ((ev_bind & end_bit) != 0) & (ev_t >= done)  # earlier times were emitted before
             et = pl.DataFrame({"g": gid[is_end], "t": ev_t[is_end]}).unique().sort("g", "t")
             ET = np.ascontiguousarray(et["t"].to_numpy().astype(np.int64))
             n_g = int(gid_of_pid.max()) + 1 if len(gid_of_pid) else 1
@@ -193,7 +248,7 @@ class ScanRun:
         out_mm[:, 1::2] = K.NEG_INF
         err = np.zeros(3, np.int64)
         A = plan.arrays
-        K.run_scan(self.mode, np.int64(w), np.int64(s), self.int_state, seg_ptr, seg_pids, seg_kbase, out_ptr,
+        K.run_scan(self.mode, np.int64(w), np.int64(s), self.int_state, np.int64(done), np.int64(bound), seg_ptr, seg_pids, seg_kbase, out_ptr,
                    seg_et_lo, seg_et_hi, ET, ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,
                    A["occ_pat"], A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["tr_src"], plo, phi,
                    A["tr_gptr"], A["tr_guards"], prog_op, prog_arg, constI, constF, A["neg_order"],
@@ -219,11 +274,13 @@ class ScanRun:
             data[f"__v{1 + j}"] = out_vi[nz, 1 + col]
         for col, j in enumerate(flo):
             data[f"__v{1 + j}"] = out_vf[nz, col]
-        for m in range(len(mm)):
-            data[f"__mn{m}"] = out_mm[nz, 2 * m]
-            data[f"__mx{m}"] = out_mm[nz, 2 * m + 1]
         cells = pl.DataFrame(data)
-        return _assemble(q, prep, plan, self.numeric, cells, parts, mm)
+        # MIN/MAX decoded here: codes of strings depend on the dictionary of this call
+        for m in range(len(mm)):
+            for col, r, none in (("__mn", 2 * m, K.I64_MAX), ("__mx", 2 * m + 1, K.NEG_INF)):
+                codes = out_mm[nz, r]
+                cells = cells.with_columns(mm[m].decode(codes, codes != none).alias(f"{col}{m}"))
+        return cells
 
 
 def _out_schema(q, prep, numeric):
@@ -232,7 +289,7 @@ def _out_schema(q, prep, numeric):
     return output_schema(q, prep.df.schema, prep.time_dtype, numeric)
 
 
-def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFrame, parts, mm) -> pl.DataFrame:
+def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFrame, parts) -> pl.DataFrame:
     """Sum the cells of the partitions of each group (min/max for MIN/MAX), then finish the aggregates."""
     from .engines import _assemble_output, _sums_overflow
 
@@ -248,7 +305,7 @@ def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFra
             f"an exact int64 count or sum overflows when adding up the partitions of a group for query "
             f"{' '.join(q.text.split())!r}; pass numeric='float64' for approximate results")
     aggs = [pl.col(c).sum() for c in vcols]
-    for m in range(len(mm)):
+    for m in range(len(plan.minmax)):
         aggs += [pl.col(f"__mn{m}").min(), pl.col(f"__mx{m}").max()]
     g = cells.group_by(by, maintain_order=True).agg(aggs).sort(by, nulls_last=True)
     keyv = g["__key"].to_numpy()
@@ -257,9 +314,7 @@ def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFra
     out = _assemble_output(q, prep, plan, numeric, group_cols, keyv, vals, minmax_ok=True)
     for m, (j, _, _) in enumerate(plan.minmax):
         a = q.aggs[j]
-        codes = g[f"__mn{m}" if a.func == "MIN" else f"__mx{m}"].to_numpy()
-        valid = codes != (K.I64_MAX if a.func == "MIN" else K.NEG_INF)
-        out = out.with_columns(mm[m].decode(codes, valid).alias(a.label))
+        out = out.with_columns(g[f"__mn{m}" if a.func == "MIN" else f"__mx{m}"].alias(a.label))
     return out
 
 

@@ -315,7 +315,7 @@ def _ls(PM, g, ev_t, lo, hi, T):
 
 
 @jit
-def run_scan(mode, w, s, check, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo, seg_et_hi, ET,
+def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo, seg_et_hi, ET,
              ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,
              occ_pat, occ_start, occ_end, in_ptr, in_tr, tr_src, tr_plo, tr_phi, tr_gptr, tr_guards,
              prog_op, prog_arg, constI, constF, neg_order, start_neg, end_neg,
@@ -324,7 +324,10 @@ def run_scan(mode, w, s, check, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo,
 
     Output rows of segment k are ``out_ptr[k]:out_ptr[k+1]``: one row (no window, WITHIN), one per
     window ``seg_kbase[k] + j`` (SLIDE), one per emit time ``ET[seg_et_lo[k] + j]`` (EMIT CHANGES).
-    ``out_vi``/``out_vf`` must be zero and ``out_mm`` hold ``I64_MAX`` (minimum columns, even) and
+    Only results that became final in ``(done, bound]`` are added (streaming: the caller replays
+    the events still in reach): WITHIN, matches whose first event ``τ`` has ``done < τ + w <= bound``;
+    SLIDE, windows with ``done < k s + w <= bound``; EMIT CHANGES, the caller passes only the new
+    emit times. ``out_vi``/``out_vf`` must be zero and ``out_mm`` hold ``I64_MAX`` (minimum columns, even) and
     ``NEG_INF`` (maximum columns, odd). On int64 overflow ``err = (ERR_OVERFLOW, partition, time)``.
     """
     n_occ = occ_pat.shape[0]
@@ -583,11 +586,16 @@ def run_scan(mode, w, s, check, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo,
                     if mode == MODE_NONE or mode == MODE_EMIT_ALL or mode == MODE_WITHIN or mode == MODE_SLIDE:
                         if mode == MODE_SLIDE:
                             orow = b0 + b
-                            if _ls(PM, end_neg, ev_t, lo, hi, (kb + b0 + b) * s + w) > ti:
+                            kend = (kb + b0 + b) * s + w
+                            if kend <= done or kend > bound:
+                                continue
+                            if _ls(PM, end_neg, ev_t, lo, hi, kend) > ti:
                                 continue
                         elif mode == MODE_WITHIN:
                             orow = 0
                             tau = SB[b0 + b]
+                            if tau + w <= done or tau + w > bound:
+                                continue
                             if _ls(PM, start_neg, ev_t, lo, hi, tau) > ti - w:
                                 continue
                             if _ls(PM, end_neg, ev_t, lo, hi, tau + w) > ti:

@@ -2,11 +2,18 @@
 
 :class:`ScanRun` has the interface of :class:`cepvec.engine_linear.LinearRun`
 and :class:`cepvec.engine_trend.TrendRun`: ``push(df, times)`` any number of
-time-ordered batches, then ``finish(prep)``. The scan needs every earlier
-event of a partition as a predecessor (the whole partition without a window),
-so ``push`` keeps the batches (checking their time order) and ``finish``
-encodes and scans them once: the result cannot depend on the cuts. Partition
-ids come from the trend path's :class:`cepvec.engine_trend._Partitions`.
+time-ordered batches, then ``finish(prep)``; the result does not depend on the
+cuts. Partition ids come from the trend path's
+:class:`cepvec.engine_trend._Partitions`, and the last time stamp of a batch
+is held back as there (ties are processed together).
+
+* No window (and EMIT CHANGES without WITHIN): every earlier event of a
+  partition is a predecessor, so the batches are kept and scanned once by
+  ``finish``.
+* WITHIN, WITHIN EMIT CHANGES, SLIDE: every batch is scanned on arrival
+  together with the carried events of the last ``2w`` (replayed); only the
+  results that became final since the previous batch are emitted
+  (:meth:`ScanRun._scan`), so state is bounded by the window.
 """
 
 from __future__ import annotations

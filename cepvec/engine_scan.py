@@ -98,8 +98,16 @@ class ScanRun:
         self.cells: list[pl.DataFrame] = []
         self.last_time: int | None = None
 
+    #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
+    #: (events x buckets) stay proportional to the piece plus the carry, not to the batch
+    CHUNK = 1 << 14
+
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         """Consume the next time-ordered batch (``times`` in the time unit)."""
+        if self.incremental and len(df) > self.CHUNK:
+            for a in range(0, len(df), self.CHUNK):
+                self.push(df[a:a + self.CHUNK], times[a:a + self.CHUNK])
+            return
         if not len(df):
             return
         if self.last_time is not None and times[0] < self.last_time:

@@ -182,6 +182,11 @@ def test_streaming_replays_only_the_reach(window):
             carried = sum(len(f) for f in run.frames)
             assert carried <= 2 * 4 * 3 * 2 + 10, carried  # events within 2w of the batch end, not the stream
         assert rows_differ(_rows(run.finish(prep)), want) is None, text
+        ScanRun.CHUNK = 3  # large batches are scanned in pieces
+        try:
+            assert rows_differ(_rows(run_scan(q, prep)), want) is None, text
+        finally:
+            ScanRun.CHUNK = 1 << 14
 
 
 # --------------------------------------------------------------------------- paper values

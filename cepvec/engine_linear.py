@@ -635,9 +635,9 @@ class LinearRun:
 
 def run_linear(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` with the linear-map kernels (``batches``: cut points, for tests)."""
-    from .engines import run_engine
+    from .engines import feed
 
-    return run_engine(q, prep, "aseq", numeric=numeric, batches=batches)
+    return feed(LinearRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric), prep, batches)
 
 
 # ---------------------------------------------------------------------- order keys (MIN / MAX)

@@ -403,6 +403,6 @@ class TrendRun:
 
 def run_trend(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` on the trend path (``batches``: cut points, for tests)."""
-    from .engines import run_engine
+    from .engines import feed
 
-    return run_engine(q, prep, "greta", numeric=numeric, batches=batches)
+    return feed(TrendRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric), prep, batches)

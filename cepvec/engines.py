@@ -31,23 +31,75 @@ def engine_support(q: Query, engine: str, schema: dict | None = None) -> str | N
         q = unqualified_query(q)
     if engine == "aseq" and q.is_kleene:
         return "the pattern has Kleene plus; A-Seq handles fixed-length SEQ only (use engine='greta')"
-    if engine == "greta" and uses_trend_path(q):
-        from .plan_trend import unsupported_reason as trend_reason
+    if engine == "greta":
+        if greta_path(q, schema) is not None:
+            return None
+        from .plan_scan import unsupported_reason as scan_reason
 
-        return trend_reason(q)
+        return scan_reason(q)
     return unsupported_reason(q, schema)
 
 
+def greta_path(q: Query, schema: dict | None = None) -> str | None:
+    """Which path of engine "greta" runs ``q``: "linear", "trend", "scan", or None (none can).
+
+    * "linear": no edge predicates: per-state totals as linear maps (``engine_linear``);
+    * "trend": edge predicates the Fenwick trend path indexes (``engine_trend``), O(log n) per event;
+    * "scan": everything else the predecessor scan takes (``engine_scan``), O(n) per event.
+
+    A query with qualified equivalences is judged by its broadcast form (``cepvec.qualified``).
+    """
+    from .plan_linear import unsupported_reason as linear_reason
+    from .plan_scan import unsupported_reason as scan_reason
+    from .plan_trend import unsupported_reason as trend_reason
+
+    if q.qualified_equivalences:
+        from .qualified import unqualified_query, unsupported_reason as qualified_reason
+
+        if qualified_reason(q) is not None:
+            return None
+        q = unqualified_query(q)
+    if not q.edges and linear_reason(q, schema) is None:
+        return "linear"
+    if q.edges and trend_reason(q) is None:
+        return "trend"
+    if scan_reason(q) is None:
+        return "scan"
+    return None
+
+
 def uses_trend_path(q: Query) -> bool:
-    """Engine "greta" runs ``q`` on the per-event trend path (edge predicates), not the linear maps."""
-    return bool(q.edges)
+    """Engine "greta" runs ``q`` on the per-event Fenwick trend path (edge predicates it indexes)."""
+    return greta_path(q) == "trend"
 
 
-def run_class(q: Query, engine: str):
-    """The streaming run class (``push``/``finish``) of a resolved non-reference engine."""
-    if engine == "greta" and uses_trend_path(q):
-        from .engine_trend import TrendRun as cls
-    else:
+def uses_scan_path(q: Query) -> bool:
+    """Engine "greta" runs ``q`` on the per-event predecessor-scan path."""
+    return greta_path(q) == "scan"
+
+
+def _trend_or_scan(q, schema, **kwargs):
+    """A TrendRun, or a ScanRun when the data do not fit the trend path (string keys)."""
+    from .engine_scan import ScanRun
+    from .engine_trend import TrendRun
+
+    try:
+        return TrendRun(q, schema, **kwargs)
+    except UnsupportedByEngine:
+        return ScanRun(q, schema, **kwargs)
+
+
+def run_class(q: Query, engine: str, schema: dict | None = None):
+    """The streaming run class (``push``/``finish``/``clone_partitions``) of a resolved
+    non-reference engine, for input with column types ``schema`` when known."""
+    cls = None
+    if engine == "greta":
+        path = greta_path(q, schema)
+        if path == "trend":
+            cls = _trend_or_scan
+        elif path == "scan":
+            from .engine_scan import ScanRun as cls
+    if cls is None:
         from .engine_linear import LinearRun as cls
     if q.qualified_equivalences:
         from .qualified import QualifiedRun
@@ -59,7 +111,12 @@ def run_class(q: Query, engine: str):
 def run_engine(q: Query, prep: Prepared, engine: str, *, numeric: str = "int64",
                batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` with a resolved non-reference engine (``batches``: cut points, for tests)."""
-    run = run_class(q, engine)(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
+    run = run_class(q, engine, prep.df.schema)(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric)
+    return feed(run, prep, batches)
+
+
+def feed(run, prep: Prepared, batches: list[int] | None = None) -> pl.DataFrame:
+    """Push ``prep`` into a run object in batches cut at ``batches``, then finish it."""
     times = prep.times.to_numpy()
     cuts = [0] + sorted(set(batches or [])) + [len(prep.df)]
     for a, b in zip(cuts, cuts[1:]):
@@ -69,24 +126,33 @@ def run_engine(q: Query, prep: Prepared, engine: str, *, numeric: str = "int64",
 
 def choose_engine(q: Query, schema: dict | None = None) -> tuple[str, str]:
     """The engine ``engine="auto"`` resolves to for ``q``, and why."""
-    name = "greta" if (q.is_kleene or uses_trend_path(q)) else "aseq"
-    why = engine_support(q, name, schema)
-    if why is None and q.qualified_equivalences:
+    from .plan_linear import unsupported_reason as linear_reason
+
+    if q.qualified_equivalences and engine_support(q, "greta", schema) is None:
         from .qualified import unqualified_query
 
-        name2, reason = choose_engine(unqualified_query(q), schema)
-        return (name2, reason + "; qualified equivalence " + ", ".join(e.text for e in q.qualified_equivalences)
+        name, reason = choose_engine(unqualified_query(q), schema)
+        return (name, reason + "; qualified equivalence " + ", ".join(e.text for e in q.qualified_equivalences)
                 + ": events of the other variables are copied to every partition of their key (cepvec/qualified.py)")
-    if why is None and uses_trend_path(q):
+    if not q.is_kleene and not q.edges and linear_reason(q, schema) is None:
+        return ("aseq", "fixed-length sequence: prefix counters as linear maps over a two-stack "
+                        "sliding-window aggregator (Numba), cost per event independent of the window")
+    path = greta_path(q, schema)
+    if path == "linear":
+        return ("greta", "Kleene pattern: per-state trend aggregates as linear maps over a two-stack "
+                         "sliding-window aggregator (Numba), cost per event independent of the window")
+    if path == "trend":
         return ("greta", "edge predicates: GRETA per-event trend aggregates, predecessors found per transition "
                          "by a Fenwick tree over ranked keys or a running sum (Numba), O(log n) per event and "
                          "open window")
-    if why is None:
-        if name == "aseq":
-            return ("aseq", "fixed-length sequence: prefix counters as linear maps over a two-stack "
-                            "sliding-window aggregator (Numba), cost per event independent of the window")
-        return ("greta", "Kleene pattern: per-state trend aggregates as linear maps over a two-stack "
-                         "sliding-window aggregator (Numba), cost per event independent of the window")
+    if path == "scan":
+        from .plan_trend import unsupported_reason as trend_reason
+
+        why = trend_reason(q) if q.edges else linear_reason(q, schema)
+        return ("greta", "GRETA predecessor scan: per-event trend aggregates, each event scans its "
+                         "predecessors and evaluates the edge predicates (Numba), O(n) per event, O(n^2) per "
+                         f"partition; the faster paths do not support {why}")
+    why = engine_support(q, "greta", schema)
     return ("reference", f"the Numba engines do not support {why}; the match-constructing reference "
                          "engine answers every query but is exponential in the number of matches")
 
@@ -242,7 +308,9 @@ def _is_arange(s: pl.Series) -> bool:
     return len(s) == 0 or (s[0] == 0 and s.is_sorted() and s[-1] == len(s) - 1)
 
 
-def _assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict):
+def _assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict,
+                     minmax_ok: bool = False):
+    """The result frame from summed cells; MIN/MAX columns (``minmax_ok``) are left null for the caller."""
     out_schema = output_schema(q, prep.df.schema, prep.time_dtype, numeric)
     if not len(keyv):
         return pl.DataFrame(schema=out_schema)
@@ -259,7 +327,9 @@ def _assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: d
         data[q.time_col] = time_values_to_output(keyv, prep.unit, prep.time_dtype).rename(q.time_col)
     comp_of_agg = plan.comp_of_agg
     for a, comps in zip(q.aggs, comp_of_agg):
-        if a.star:
+        if a.func in ("MIN", "MAX") and minmax_ok:
+            col = pl.Series(a.label, [None] * len(keyv), dtype=out_schema[a.label])
+        elif a.star:
             col = vals["__v0"]
         elif a.func == "COUNT":
             col = vals[f"__v{1 + comps[0]}"]

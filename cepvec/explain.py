@@ -112,10 +112,30 @@ def explain(q) -> str:
     lines.append("output columns: " + ", ".join(q.output_columns))
     name, why = choose_engine(q)
     lines.append(f"engine (auto): {name} - {why}")
-    if q.edges and name == "greta":  # edge predicates run on greta's per-event trend path
-        from .plan_trend import transition_paths
+    if name == "greta":
+        from .engines import greta_path
 
-        lines.append("greta trend path, predecessors of each transition:")
-        for (s, d), how in transition_paths(q).items():
-            lines.append(f"  [{s}] {occ[s].name} -> [{d}] {occ[d].name}: {how}")
+        path = greta_path(q)
+        if path == "trend":  # edge predicates the Fenwick trend path indexes
+            from .plan_trend import transition_paths
+
+            lines.append("greta trend path, predecessors of each transition (string keys at run time: "
+                         "predecessor scan):")
+            for (s, d), how in transition_paths(q).items():
+                lines.append(f"  [{s}] {occ[s].name} -> [{d}] {occ[d].name}: {how}")
+        elif path == "scan":
+            from .plan_scan import describe_transition
+
+            lines.append("greta predecessor-scan path, predecessors of each transition:")
+            for t in q.template.transitions:
+                how = describe_transition(q.edges.get((t.src, t.dst), ()))
+                lines.append(f"  [{t.src}] {occ[t.src].name} -> [{t.dst}] {occ[t.dst].name}: {how}")
+            for n in q.negations:
+                lines.append(f"  NOT #{n.id}: latest start time of a finished negative match per time, "
+                             "max-propagated along its template (O(n) per event):")
+                for t in n.template.transitions:
+                    how = describe_transition(q.edges.get((t.src, t.dst), ()))
+                    lines.append(f"    [{t.src}] {occ[t.src].name} -> [{t.dst}] {occ[t.dst].name}: {how}")
+        else:
+            lines.append("greta linear-map path: per-state totals, no per-event predecessors")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ transition:
   over the ranks of ``f`` (or one cell per distinct value for ``=``).
 
 Anything else is refused with a reason (:func:`unsupported_reason`), and the
-engine registry sends the query to the reference engine.
+engine registry sends the query to the predecessor scan (``plan_scan``).
 """
 
 from __future__ import annotations
@@ -124,11 +124,11 @@ def unsupported_reason(q: Query) -> str | None:
     if q.window.kind == "within":
         return ("WITHIN without SLIDE together with edge predicates: a trend counts only when last - first < w, "
                 "so an event's contribution depends on the time of each trend's first event and per-start state "
-                "would be needed (use WITHIN w SLIDE s, or engine='reference')")
+                "would be needed")
     if q.window.kind == "emit":
         return ("EMIT CHANGES together with edge predicates: each output time t needs the trends inside "
                 "(t - w, t], so an event's contribution depends on each trend's first event time and per-start "
-                "state would be needed (use WITHIN w SLIDE s, or engine='reference')")
+                "state would be needed")
     if q.qualified_equivalences:
         return "equivalence on the attribute of one variable only (" + ", ".join(
             e.text for e in q.qualified_equivalences) + ")"

@@ -19,9 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cepvec
-from cepvec.engine_linear import run_linear
-from cepvec.engine_trend import run_trend
-from cepvec.engines import engine_support, uses_trend_path
+from cepvec.engines import engine_support, run_engine
 from cepvec.frontend import prepare
 from tests.strategies import make_frame, query_and_stream, tiny_streams
 from tests.test_oracle_agreement import rows_differ
@@ -50,8 +48,7 @@ def test_engines_agree_with_reference(qs, data):
         assert diff is None, f"{engine}: {text}\n{df}\n{diff}"
         # batch-split invariance: any cut of the input gives the same rows
         cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=4), label="cuts")
-        runner = run_trend if engine == "greta" and uses_trend_path(q) else run_linear
-        got_cut = _rows(runner(q, prepare(q, df), batches=cuts))
+        got_cut = _rows(run_engine(q, prepare(q, df), engine, batches=cuts))
         diff = rows_differ(got_cut, want)
         assert diff is None, f"{engine} cut at {sorted(set(cuts))}: {text}\n{df}\n{diff}"
 

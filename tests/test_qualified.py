@@ -68,6 +68,15 @@ def test_broadcast_on_the_trend_path(window):
     _check(text, _frame("AP"), "greta")
 
 
+@pytest.mark.parametrize("window", ["", "WITHIN 2", "WITHIN 2 EMIT CHANGES", "WITHIN 3 SLIDE 2"])
+def test_broadcast_on_the_scan_path(window):
+    """Edge predicates the Fenwick path refuses, MIN/MAX with edges: the predecessor scan."""
+    text = (f"RETURN sid, COUNT(*), MIN(P.speed) PATTERN SEQ(NOT A, P+) "
+            f"WHERE [P.vehicle, segment] AND P.speed != NEXT(P).speed GROUP-BY sid {window}")
+    assert cepvec.engines.greta_path(cepvec.compile(text)) == "scan"
+    _check(text, _frame("AP"), "greta")
+
+
 def test_group_by_the_qualified_attribute_sees_every_vehicle():
     text = "RETURN vehicle, COUNT(*) PATTERN SEQ(A, P+) WHERE [P.vehicle] GROUP-BY vehicle WITHIN 2 SLIDE 1"
     _check(text, _frame("AP", n_max=4).filter(pl.col("sid") < 60).drop("sid"), "greta")

@@ -305,6 +305,11 @@ def test_equal_times_never_adjacent():
 
 # --------------------------------------------------------------------------- refusals
 REFUSED = [
+    ("RETURN COUNT(*) PATTERN SEQ(A a, A b+) WHERE [b.x] AND b.y < NEXT(b).y", "other variables match too"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE skip_till_next_match(A) { A.x > NEXT(A).x }", "skip-till-next-match"),
+]
+# refused by the Fenwick trend path, run by greta's predecessor scan (tests/test_scan_engine.py)
+SCANNED = [
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x WITHIN 5", "per-start state"),
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x WITHIN 5 EMIT CHANGES", "per-start state"),
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x EMIT CHANGES", "per-start state"),
@@ -312,9 +317,7 @@ REFUSED = [
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x + NEXT(A).x > 3", "mixes attributes of both events"),
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x AND A.y < NEXT(A).y", "several edge predicates"),
     ("RETURN COUNT(*) PATTERN A+ WHERE A.x != NEXT(A).x", "not a comparison with"),
-    ("RETURN COUNT(*) PATTERN SEQ(A a, A b+) WHERE [b.x] AND b.y < NEXT(b).y", "other variables match too"),
     ("RETURN COUNT(*) PATTERN SEQ(A+, NOT SEQ(C, D), B) WHERE A.x > NEXT(A).x", "more than one event"),
-    ("RETURN COUNT(*) PATTERN A+ WHERE skip_till_next_match(A) { A.x > NEXT(A).x }", "skip-till-next-match"),
 ]
 
 
@@ -331,12 +334,29 @@ def test_refused_with_reason(text, why):
     assert choose_engine(q)[0] == "reference"
 
 
-def test_string_keys_fall_back_under_auto():
+@pytest.mark.parametrize("text,why", SCANNED)
+def test_refused_by_trend_path_runs_on_scan(text, why):
+    from cepvec.engines import greta_path
+    from cepvec.plan_trend import unsupported_reason
+
+    q = cepvec.compile(text)
+    assert why in unsupported_reason(q)
+    assert engine_support(q, "greta") is None and greta_path(q) == "scan"
+    assert choose_engine(q)[0] == "greta"
+    df = pl.DataFrame({"type": ["A", "A", "C", "D", "A", "B"], "time": [1, 2, 3, 4, 5, 6], "x": [2, 1, 0, 0, 3, 0],
+                       "y": [0, 1, 0, 0, 2, 0]})
+    want = cepvec.run(q, df, engine="reference")
+    assert rows_differ(_rows(cepvec.run(q, df, engine="greta")), _rows(want)) is None
+
+
+def test_string_keys_run_on_the_scan_path():
     df = pl.DataFrame({"type": ["A", "A", "A"], "time": [1, 2, 3], "name": ["c", "b", "a"]})
     q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.name > NEXT(A).name")
     with pytest.raises(cepvec.UnsupportedByEngine, match="numbers, booleans and times"):
-        cepvec.run(q, df, engine="greta")
-    assert cepvec.run(q, df)["COUNT(*)"].to_list() == cepvec.run(q, df, engine="reference")["COUNT(*)"].to_list()
+        run_trend(q, prepare(q, df))  # the Fenwick path indexes numbers only ...
+    want = cepvec.run(q, df, engine="reference")["COUNT(*)"].to_list()
+    assert cepvec.run(q, df, engine="greta")["COUNT(*)"].to_list() == want == [7]  # ... greta scans strings
+    assert cepvec.run(q, df)["COUNT(*)"].to_list() == want
 
 
 def test_aseq_stays_linear_and_greta_takes_edge_sequences():

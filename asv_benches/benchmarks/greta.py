@@ -64,3 +64,62 @@ class GretaReference:
 
     def time_greta(self, query, n_events):
         cepvec.run(self.query, self.events)
+
+
+# --------------------------------------------------------------------------- scaling: n log n vs n^2
+#: GRETA Q1 in one partition and one window (no equivalence, no WITHIN): every event is a
+#: predecessor candidate of every later one. The count exceeds int64 from a few hundred events
+#: on, so both paths run with numeric="float64".
+Q1_ONE_WINDOW = "RETURN COUNT(*) PATTERN Stock S+ WHERE S.price > NEXT(S).price"
+SCALING_SIZES = [1_000, 10_000, 100_000, 1_000_000]
+
+
+def _one_window_stock(n_events: int):
+    from cepvec.frontend import prepare
+
+    q = cepvec.compile(Q1_ONE_WINDOW)
+    df = make_events("stock", n_events, n_companies=1, n_sectors=1)
+    return q, df, prepare
+
+
+class GretaScaling:
+    """Q1 in one window on the Fenwick trend path (O(log n) per event): ``engine="greta"`` picks it."""
+
+    params = [SCALING_SIZES]
+    param_names = ["n_events"]
+    timeout = 600
+
+    def setup(self, n_events):
+        from cepvec.engine_trend import run_trend
+
+        self.q, self.events, self.prepare = _one_window_stock(n_events)
+        self.run = run_trend
+        small = self.prepare(self.q, self.events.head(100))
+        self.run(self.q, small, numeric="float64")  # compile / load the kernels
+
+    def time_fenwick(self, n_events):
+        self.run(self.q, self.prepare(self.q, self.events), numeric="float64")
+
+
+class GretaScalingScan:
+    """Baseline from the same run: the predecessor-scan path (O(n) per event) on the same query.
+
+    The scan is forced by calling its driver ``cepvec.engine_scan.run_scan`` directly (the engine
+    registry would pick the Fenwick path for this predicate); it returns the same counts. Only up
+    to 10^5 events: 10^6 would take about 100x the 10^5 time.
+    """
+
+    params = [SCALING_SIZES[:3]]
+    param_names = ["n_events"]
+    timeout = 600
+
+    def setup(self, n_events):
+        from cepvec.engine_scan import run_scan
+
+        self.q, self.events, self.prepare = _one_window_stock(n_events)
+        self.run = run_scan
+        small = self.prepare(self.q, self.events.head(100))
+        self.run(self.q, small, numeric="float64")
+
+    def time_scan(self, n_events):
+        self.run(self.q, self.prepare(self.q, self.events), numeric="float64")

@@ -1,0 +1,353 @@
+"""Driver of the GRETA predecessor-scan path: encode columns, partition, run the kernel, assemble rows.
+
+:class:`ScanRun` has the interface of :class:`cepvec.engine_linear.LinearRun`
+and :class:`cepvec.engine_trend.TrendRun`: ``push(df, times)`` any number of
+time-ordered batches, then ``finish(prep)``; the result does not depend on the
+cuts. Partition ids come from the trend path's
+:class:`cepvec.engine_trend._Partitions`, and the last time stamp of a batch
+is held back as there (ties are processed together).
+
+* No window (and EMIT CHANGES without WITHIN): every earlier event of a
+  partition is a predecessor, so the batches are kept and scanned once by
+  ``finish``.
+* WITHIN, WITHIN EMIT CHANGES, SLIDE: every batch is scanned on arrival
+  together with the carried events of the last ``2w`` (replayed); only the
+  results that became final since the previous batch are emitted
+  (:meth:`ScanRun._scan`), so state is bounded by the window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from .errors import CepvecDataError, CepvecOverflowError
+from .frontend import Prepared
+from .kernels import scan as K
+from .kernels.trend import float_order_key, partition_order
+from .plan_scan import Programs, ScanPlan, build
+from .polars_expr import predicate_mask
+
+_MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "slide": K.MODE_SLIDE}
+_NEG = -(1 << 62)  # "before every time" / "after every time" bounds of the emitted results
+_POS = 1 << 62
+
+
+class _MinMaxCodes:
+    """Order-preserving int64 codes of one MIN/MAX attribute, and the way back to its dtype."""
+
+    def __init__(self, series: pl.Series):
+        self.dtype = dt = series.dtype
+        if dt.is_float():
+            v = series.cast(pl.Float64).to_numpy()
+            self.ok = ~np.isnan(v)  # null and NaN are skipped, as in the reference engine
+            self.codes = float_order_key(np.where(self.ok, v, 0.0))
+            self.kind = "f"
+        elif dt in (pl.String, pl.Categorical) or isinstance(dt, (pl.Categorical, pl.Enum)):
+            s = series.cast(pl.String)
+            self.dictionary = sorted(v for v in s.unique().to_list() if v is not None)
+            d = pl.DataFrame({"v": self.dictionary, "c": np.arange(len(self.dictionary), dtype=np.int64)},
+                             schema={"v": pl.String, "c": pl.Int64})
+            c = pl.DataFrame({"v": s}).join(d, on="v", how="left", maintain_order="left")["c"]
+            self.ok = c.is_not_null().to_numpy()
+            self.codes = c.fill_null(0).to_numpy().astype(np.int64)
+            self.kind = "s"
+        else:
+            self.ok = series.is_not_null().to_numpy()
+            self.codes = series.to_physical().cast(pl.Int64).fill_null(0).to_numpy().astype(np.int64)
+            self.kind = "i"
+
+    def decode(self, codes: np.ndarray, valid: np.ndarray) -> pl.Series:
+        if self.kind == "f":
+            b = np.where(codes >= 0, codes, codes ^ np.int64(K.I64_MAX)).view(np.float64)
+            s = pl.Series(b).cast(pl.Float64)
+        elif self.kind == "s":
+            idx = np.where(valid, codes, 0)
+            s = pl.Series([self.dictionary[i] if ok else None for i, ok in zip(idx, valid)], dtype=pl.String)
+        else:
+            s = pl.Series(codes, dtype=pl.Int64)
+        s = pl.select(pl.when(pl.Series(valid)).then(s).otherwise(None)).to_series()
+        return s.cast(self.dtype)
+
+
+class ScanRun:
+    """One query over one time-ordered stream on the predecessor-scan path."""
+
+    def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
+        from .engine_trend import _Partitions
+
+        self.q = q
+        self.plan: ScanPlan = build(q)
+        self.numeric = numeric
+        self.int_state = numeric == "int64"
+        self.schema = dict(schema)
+        self.w, self.s = int(w or 0), int(s or 1)
+        kind = q.window.kind
+        if kind == "emit":
+            self.mode = K.MODE_EMIT if w is not None else K.MODE_EMIT_ALL
+        else:
+            self.mode = _MODES[kind]
+        # with a window, batches are scanned as they come (replaying the events still in reach);
+        # without one every earlier event is a predecessor, so the batches are kept until finish
+        self.incremental = self.mode in (K.MODE_WITHIN, K.MODE_EMIT, K.MODE_SLIDE)
+        self.programs = Programs(q, self.plan, self.schema)  # raises UnsupportedByEngine on bad types
+        self.parts = _Partitions(q, {c: self.schema[c] for c in q.partition_by})
+        self.frames: list[pl.DataFrame] = []  # kept batches (no window) or the carried events
+        self.held: pl.DataFrame | None = None
+        self.done = _NEG  # results are final (emitted) up to this bound (see _scan)
+        self.cells: list[pl.DataFrame] = []
+        self.last_time: int | None = None
+
+    #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
+    #: (events x buckets) stay proportional to the piece plus the carry, not to the batch
+    CHUNK = 1 << 14
+
+    def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
+        """New partitions ``dst`` (key frames) start with the events of partitions ``src``: kept
+        batches or carried window events, and held-back rows (see cepvec.qualified)."""
+        from .qualified import copy_rows
+
+        def with_copies(f: pl.DataFrame) -> pl.DataFrame:
+            extra = copy_rows(f, src, dst)
+            return pl.concat([f, extra], how="vertical_relaxed").sort("__t", maintain_order=True) if len(extra) else f
+
+        self.frames = [with_copies(f) for f in self.frames if len(f)]
+        if self.held is not None and len(self.held):
+            self.held = with_copies(self.held)
+
+    def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        """Consume the next time-ordered batch (``times`` in the time unit)."""
+        if self.incremental and len(df) > self.CHUNK:
+            for a in range(0, len(df), self.CHUNK):
+                self.push(df[a:a + self.CHUNK], times[a:a + self.CHUNK])
+            return
+        if not len(df):
+            return
+        if self.last_time is not None and times[0] < self.last_time:
+            raise CepvecDataError(
+                f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
+                "batches must arrive in time order")
+        self.last_time = int(times[-1])
+        df = df.with_columns(pl.Series("__t", np.asarray(times, np.int64)))
+        if not self.incremental:
+            self.frames.append(df)
+            return
+        if self.held is not None:
+            df = pl.concat([self.held, df], how="vertical_relaxed")
+        # equal time stamps may continue in the next batch: hold the last one back
+        tv = df["__t"].to_numpy()
+        cut = int(np.searchsorted(tv, tv[-1], side="left"))
+        self.held = df[cut:]
+        if cut:
+            self._scan(df[:cut], int(tv[-1]))
+
+    def _scan(self, new: pl.DataFrame | None, bound: int) -> None:
+        """Scan the carried events and ``new`` (all before ``bound``); emit what became final.
+
+        Final, and not emitted before, are: WITHIN, the matches whose first event ``τ`` has
+        ``done < τ + w <= bound`` (the end negation reads up to ``τ + w``); SLIDE, the windows with
+        ``done < k s + w <= bound``; EMIT CHANGES, the times in ``[done, bound)``. All of them
+        start after ``done - w`` and their negative matches after ``done - 2w``, so the events
+        after ``bound - 2w`` are carried to the next call and replayed.
+        """
+        parts = [f for f in (*self.frames, new) if f is not None and len(f)]
+        df = pl.concat(parts, how="vertical_relaxed") if parts else None
+        if df is not None and len(df):
+            cells = self._run_kernel(df, self.done, bound)
+            if cells is not None and len(cells):
+                self.cells.append(cells)
+            if bound < _POS:
+                df = df.filter(pl.col("__t") > bound - 2 * self.w)
+            self.frames = [df]
+        self.done = bound
+
+    def finish(self, prep: Prepared) -> pl.DataFrame:
+        if self.incremental:
+            held, self.held = self.held, None
+            self._scan(held, _POS)
+        else:
+            df = pl.concat(self.frames, how="vertical_relaxed") if self.frames else None
+            if df is not None and len(df):
+                cells = self._run_kernel(df, _NEG, _POS)
+                if cells is not None and len(cells):
+                    self.cells.append(cells)
+        self.frames = []
+        if not self.cells:
+            return pl.DataFrame(schema=_out_schema(self.q, prep, self.numeric))
+        cells = pl.concat(self.cells, how="vertical_relaxed")
+        return _assemble(self.q, prep, self.plan, self.numeric, cells, self.parts)
+
+    # ------------------------------------------------------------------ kernel call
+    def _run_kernel(self, df: pl.DataFrame, done: int, bound: int) -> pl.DataFrame | None:
+        """Cells (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``."""
+        q, plan = self.q, self.plan
+        df = df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))  # NaN reads as null
+        tcol = pl.col(q.type_col).cast(pl.String)
+        bind = pl.lit(0, dtype=pl.Int64)
+        for o in q.occs:
+            m = tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))
+            bind = bind | pl.when(m).then(pl.lit(1 << o.id, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
+        bind_all = df.select(bind.alias("b"))["b"].to_numpy().astype(np.int64)
+        keep = bind_all != 0
+        df = df.filter(pl.Series(keep))
+        bind_all = bind_all[keep]
+        parts = self.parts
+        if not len(df):
+            return None
+        pid = parts.ids(df)
+        order, seg_all = partition_order(pid, len(parts))
+        df = df[order]
+        ev_t = np.ascontiguousarray(df["__t"].to_numpy().astype(np.int64))
+        ev_bind = np.ascontiguousarray(bind_all[order])
+        pid = pid[order]
+        counts = np.diff(seg_all)
+        seg_pids = np.nonzero(counts)[0].astype(np.int64)
+        seg_ptr = np.append(seg_all[seg_pids], len(order)).astype(np.int64)
+        n_seg = len(seg_pids)
+
+        # aggregate weights
+        dtype = np.int64 if self.int_state else np.float64
+        comps = plan.components
+        comp_float = [self.int_state and c.kind == "sum" and not self.schema[c.attr].is_integer() for c in comps]
+        main = [j for j, f in enumerate(comp_float) if not f]
+        flo = [j for j, f in enumerate(comp_float) if f]
+        wi = np.zeros((len(df), len(main)), dtype)
+        wf = np.zeros((len(df), len(flo)), np.float64)
+        for j, c in enumerate(comps):
+            if c.kind == "count":
+                x = np.ones(len(df))
+            elif c.kind == "nonnull":
+                x = df[c.attr].is_not_null().to_numpy().astype(np.float64)
+            else:
+                x = df[c.attr].fill_null(0)
+                x = x.to_numpy() if (self.int_state and not comp_float[j]) else x.cast(pl.Float64).to_numpy()
+            if comp_float[j]:
+                wf[:, flo.index(j)] = x
+            else:
+                wi[:, main.index(j)] = x
+        co = plan.arrays["comp_occ"]
+        comp_i = np.ascontiguousarray(co[main].reshape(len(main), co.shape[1]))
+        comp_f = np.ascontiguousarray(co[flo].reshape(len(flo), co.shape[1]))
+        mm = [_MinMaxCodes(df[attr]) for _, _, attr in plan.minmax]
+        mmv = np.ascontiguousarray(np.stack([m.codes for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.int64))
+        mmok = np.ascontiguousarray(np.stack([m.ok for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.bool_))
+        colI, nI, colF, nF, constI, constF = self.programs.encode(df)
+        prog_op, prog_arg, plo, phi = self.programs.arrays()
+
+        # output rows per segment
+        w, s = self.w, self.s
+        seg_kbase = np.zeros(n_seg, np.int64)
+        seg_et_lo = np.zeros(n_seg, np.int64)
+        seg_et_hi = np.zeros(n_seg, np.int64)
+        ET = np.zeros(0, np.int64)
+        if self.mode == K.MODE_SLIDE:
+            t_first = ev_t[seg_ptr[:-1]]
+            t_last = ev_t[seg_ptr[1:] - 1]
+            seg_kbase = np.maximum(0, (t_first - w) // s + 1)
+            cap = np.maximum(0, t_last // s - seg_kbase + 1)
+        elif self.mode in (K.MODE_EMIT, K.MODE_EMIT_ALL):
+            # emit times of a group: the times of its END events (any partition of the group)
+            end_bit = np.int64(1) << np.int64(q.template.end)
+            gid_of_pid = np.zeros(max(len(parts), 1), np.int64)
+            if q.group_by and len(parts.keys):
+                gcols = [c for g in q.group_by for c in ([g, g + "__nan"] if g in parts.float_keys else [g])]
+                uniq = parts.keys.select(gcols).unique(maintain_order=True).with_row_index("__g")
+                g = parts.keys.join(uniq, on=gcols, how="left", nulls_equal=True)
+                gid_of_pid[g["__pid"].to_numpy()] = g["__g"].to_numpy().astype(np.int64)
+            gid = gid_of_pid[pid]
+            is_end = ((ev_bind & end_bit) != 0) & (ev_t >= done)  # earlier times were emitted before
+            et = pl.DataFrame({"g": gid[is_end], "t": ev_t[is_end]}).unique().sort("g", "t")
+            ET = np.ascontiguousarray(et["t"].to_numpy().astype(np.int64))
+            n_g = int(gid_of_pid.max()) + 1 if len(gid_of_pid) else 1
+            gptr = np.searchsorted(et["g"].to_numpy(), np.arange(n_g + 1)).astype(np.int64)
+            sg = gid_of_pid[seg_pids]
+            seg_et_lo = gptr[sg]
+            seg_et_hi = gptr[sg + 1]
+            cap = seg_et_hi - seg_et_lo
+        else:
+            cap = np.ones(n_seg, np.int64)
+        out_ptr = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
+        n_out = int(out_ptr[-1])
+        Ri, Rf, RM = 1 + len(main), len(flo), 2 * len(mm)
+        out_vi = np.zeros((n_out, Ri), dtype)
+        out_vf = np.zeros((n_out, Rf), np.float64)
+        out_mm = np.empty((n_out, RM), np.int64)
+        out_mm[:, 0::2] = K.I64_MAX
+        out_mm[:, 1::2] = K.NEG_INF
+        err = np.zeros(3, np.int64)
+        A = plan.arrays
+        K.run_scan(self.mode, np.int64(w), np.int64(s), self.int_state, np.int64(done), np.int64(bound), seg_ptr, seg_pids, seg_kbase, out_ptr,
+                   seg_et_lo, seg_et_hi, ET, ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,
+                   A["occ_pat"], A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["tr_src"], plo, phi,
+                   A["tr_gptr"], A["tr_guards"], prog_op, prog_arg, constI, constF, A["neg_order"],
+                   A["start_neg"], A["end_neg"], comp_i, comp_f, A["mm_occ"], np.int64(self.programs.max_depth),
+                   out_vi, out_vf, out_mm, err)
+        if err[0]:
+            raise CepvecOverflowError(
+                f"an exact int64 count or sum overflows in partition {parts.describe(int(err[1]))} near time "
+                f"{int(err[2])} for query {' '.join(q.text.split())!r}; pass numeric='float64' for "
+                "approximate results")
+        # cells: (partition, key) -> values
+        seg_of_row = np.repeat(np.arange(n_seg), cap)
+        row_in_seg = np.arange(n_out) - out_ptr[:-1][seg_of_row]
+        if self.mode == K.MODE_SLIDE:
+            key = seg_kbase[seg_of_row] + row_in_seg
+        elif self.mode in (K.MODE_EMIT, K.MODE_EMIT_ALL):
+            key = ET[seg_et_lo[seg_of_row] + row_in_seg]
+        else:
+            key = np.zeros(n_out, np.int64)
+        nz = out_vi[:, 0] != 0
+        data = {"__pid": seg_pids[seg_of_row][nz], "__key": key[nz], "__v0": out_vi[nz, 0]}
+        for col, j in enumerate(main):
+            data[f"__v{1 + j}"] = out_vi[nz, 1 + col]
+        for col, j in enumerate(flo):
+            data[f"__v{1 + j}"] = out_vf[nz, col]
+        cells = pl.DataFrame(data)
+        # MIN/MAX decoded here: codes of strings depend on the dictionary of this call
+        for m in range(len(mm)):
+            for col, r, none in (("__mn", 2 * m, K.I64_MAX), ("__mx", 2 * m + 1, K.NEG_INF)):
+                codes = out_mm[nz, r]
+                cells = cells.with_columns(mm[m].decode(codes, codes != none).alias(f"{col}{m}"))
+        return cells
+
+
+def _out_schema(q, prep, numeric):
+    from .frontend import output_schema
+
+    return output_schema(q, prep.df.schema, prep.time_dtype, numeric)
+
+
+def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFrame, parts) -> pl.DataFrame:
+    """Sum the cells of the partitions of each group (min/max for MIN/MAX), then finish the aggregates."""
+    from .engines import _assemble_output, _sums_overflow
+
+    if not len(cells):
+        return pl.DataFrame(schema=_out_schema(q, prep, numeric))
+    if q.group_by:
+        cells = cells.join(parts.group_frame(), on="__pid", how="left")
+    by = list(q.group_by) + ["__key"]
+    vcols = [c for c in cells.columns if c.startswith("__v")]
+    int_cols = [c for c in vcols if cells.schema[c].is_integer()]
+    if _sums_overflow(cells, by, int_cols):
+        raise CepvecOverflowError(
+            f"an exact int64 count or sum overflows when adding up the partitions of a group for query "
+            f"{' '.join(q.text.split())!r}; pass numeric='float64' for approximate results")
+    aggs = [pl.col(c).sum() for c in vcols]
+    for m in range(len(plan.minmax)):
+        aggs += [pl.col(f"__mn{m}").min(), pl.col(f"__mx{m}").max()]
+    g = cells.group_by(by, maintain_order=True).agg(aggs).sort(by, nulls_last=True)
+    keyv = g["__key"].to_numpy()
+    group_cols = {gcol: g[gcol] for gcol in q.group_by}
+    vals = {c: g[c] for c in vcols}
+    out = _assemble_output(q, prep, plan, numeric, group_cols, keyv, vals, minmax_ok=True)
+    for m, (j, _, _) in enumerate(plan.minmax):
+        a = q.aggs[j]
+        out = out.with_columns(g[f"__mn{m}" if a.func == "MIN" else f"__mx{m}"].alias(a.label))
+    return out
+
+
+def run_scan(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
+    """Evaluate ``q`` on the predecessor-scan path (``batches``: cut points, for tests)."""
+    from .engines import feed
+
+    return feed(ScanRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric), prep, batches)

@@ -13,13 +13,13 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from cepvec import CepvecSyntaxError
 from cepvec import ast as A
 from cepvec.parser import AGG_FUNCS, KEYWORDS, STRATEGIES, UNITS, parse
-from cepvec.render import render, render_expr, render_pattern, render_string
+from cepvec.render import render, render_expr, render_pattern, render_string, render_where
 from cepvec.tokens import T, tokenize
 
 SEEDS = json.loads((Path(__file__).parent / "fixtures" / "seed_queries.json").read_text())
@@ -805,9 +805,11 @@ def test_parse_render_round_trip(tree):
 
 @PROPERTY
 @given(EXPRS)
+@example(A.Cmp(">", A.Call("skip_till_any_match", (A.Num(1),)), A.Num(1)))
 def test_expression_round_trip(expr):
     assume(_not_and(expr))
-    (back,) = parse(f"RETURN COUNT(*) PATTERN A WHERE {render_expr(expr)}").where
+    # render_where: a call named like a strategy at the start of WHERE needs parentheses
+    (back,) = parse(f"RETURN COUNT(*) PATTERN A WHERE {render_where((expr,), None)}").where
     assert back == expr
 
 

@@ -449,7 +449,7 @@ class LinearStream:
         if c is None:
             c = {"t": np.zeros(0, np.int64), "prog": np.zeros(0, np.int64),
                  "w": np.zeros((0, nw), self.dtype), "pid": np.zeros(0, np.int64)}
-        if not n_new and not len(c["t"]) and not emit:
+        if not n_new and not len(c["t"]) and (not emit or not len(self.keys)):
             return
         # group carried and new events by partition (stable: carried first, then time order)
         n_parts = max(len(self.keys), 1)

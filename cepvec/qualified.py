@@ -136,6 +136,8 @@ class QualifiedRun:
             parts += [phantom, copies.select(phantom.columns)]
         out = pl.concat([p.select(parts[0].columns) for p in parts], how="vertical_relaxed").sort(
             "__row", maintain_order=True)
+        if not len(out):
+            return
         self.inner.push(out.drop("__row", "__t"), out["__t"].to_numpy())
 
 

@@ -15,18 +15,29 @@ Input contract (per call, i.e. per Spark partition):
 A run may span batches and a batch may hold many runs; state is carried
 across batches and each run is flushed when the next one starts or the input
 ends. Unordered input raises :class:`CepvecDataError` naming the rows.
+
+Window replication (``Kernel.window_col``, used by ``cepvec.run`` on Spark for
+SLIDE queries without GROUP-BY): every event is copied once per window
+``k`` that contains it, with ``k`` in an extra column; the kernel treats that
+column as one more run key and keeps, from each run, only the row of window
+``k``. The result of window ``k`` depends only on the events inside it
+(negated starts and ends included, SEMANTICS "Negation"), so each window is
+computed exactly as the local run computes it. :func:`partition_plan` picks
+the strategy for a query.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from .errors import CepvecDataError, CepvecTypeError
-from .frontend import Prepared, duration_to_units, output_schema, prepare
+from .errors import CepvecDataError, CepvecPlanError, CepvecTypeError
+from .frontend import UNIT_NS, Prepared, duration_to_units, output_schema, prepare, time_values_to_output
 from .query import Query
 
 _SPARK_DDL = {
@@ -65,6 +76,9 @@ class Kernel:
     engine: str
     input_schema: dict  # column -> polars dtype (only the columns the query reads)
     typed: bool = True  # False: no schema was given; input_schema holds only the output conventions
+    # window replication: the column holding the SLIDE window id k of each (copied) event; runs
+    # are keyed by it too, and a run outputs only window k (see the module docstring)
+    window_col: str | None = None
 
     @property
     def query(self) -> Query:
@@ -93,7 +107,8 @@ class Kernel:
 
 
 def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "time",
-                time_unit: str | None = None, numeric: str = "int64", engine: str = "auto") -> Kernel:
+                time_unit: str | None = None, numeric: str = "int64", engine: str = "auto",
+                window_col: str | None = None) -> Kernel:
     """See :func:`cepvec.kernel`."""
     from .api import compile
     from .engines import resolve_engine
@@ -116,7 +131,10 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
                 f"the input schema has no column {missing[0]!r} that the query reads; columns are: "
                 f"{', '.join(types)}")
         types = {c: types[c] for c in cols}
-    return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types, typed=schema is not None)
+    if window_col is not None and q.window.kind != "slide":
+        raise CepvecPlanError(f"window_col needs a WITHIN ... SLIDE query; this one's window is {q.window.kind!r}")
+    return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types, typed=schema is not None,
+                  window_col=window_col)
 
 
 def _polars_types(schema) -> dict:
@@ -140,7 +158,8 @@ def process_batches(batches, k: Kernel):
     q = k.query
     engine = resolve_engine(q, k.engine)
     out_schema = k.arrow_schema
-    group = list(q.group_by)
+    group = list(q.group_by) + ([k.window_col] if k.window_col else [])
+    keys_text = "the GROUP-BY attributes" + (" and the window id" if k.window_col else "")
     seen_groups: set = set()
     cur_key = None
     cur = None  # LinearRun or list of frames (reference)
@@ -158,6 +177,10 @@ def process_batches(batches, k: Kernel):
         else:
             res = cur.finish(cur_prep)
         cur = None
+        if k.window_col is not None and len(res):
+            # this run holds the copies for window cur_key[-1]; the other windows it sees are partial
+            start = time_values_to_output([cur_key[-1] * cur_prep.s], cur_prep.unit, cur_prep.time_dtype)
+            res = res.filter(res["window_start"] == start)
         if not len(res):
             return None
         return _to_arrow(res, out_schema)
@@ -190,7 +213,7 @@ def process_batches(batches, k: Kernel):
                         yield out
                 if key in seen_groups:
                     raise CepvecDataError(
-                        f"input is not ordered by the GROUP-BY attributes: group {dict(zip(group, key))} "
+                        f"input is not ordered by {keys_text}: group {dict(zip(group, key))} "
                         f"appears again at row {n_seen + a} after other groups; sort each partition by "
                         f"({', '.join(group + [q.time_col])}) and repartition by ({', '.join(group)})")
                 seen_groups.add(key)
@@ -222,6 +245,59 @@ def process_batches(batches, k: Kernel):
         yield pa.RecordBatch.from_arrays([pa.array([], f.type) for f in out_schema], schema=out_schema)
 
 
+@dataclass(frozen=True)
+class PartitionPlan:
+    """How ``cepvec.run`` spreads a query over Spark partitions (see ``docs/spark.md``).
+
+    ``strategy`` is ``"key"`` (repartition by ``keys``, the GROUP-BY attributes),
+    ``"window"`` (no GROUP-BY, SLIDE windows: replicate each event to the at most
+    ``copies`` windows that contain it and repartition by window id) or
+    ``"single"`` (everything in one partition). ``copies`` is ``ceil(w / s)``,
+    or None when the durations mix bare numbers (time column units) with units.
+    """
+
+    strategy: str
+    keys: tuple[str, ...]
+    why: str
+    copies: int | None = None
+
+    @property
+    def single(self) -> bool:
+        return self.strategy == "single"
+
+
+def partition_plan(q: Query) -> PartitionPlan:
+    """Choose the Spark partitioning for ``q`` from its shape.
+
+    * GROUP-BY: every event of a GROUP-BY value must reach the same kernel
+      call (equivalence partitions inside a group share output rows), so
+      repartition by the GROUP-BY attributes.
+    * no GROUP-BY, ``WITHIN w SLIDE s``: the windows are independent (a
+      window's row depends only on the events inside it), so each event is
+      copied to the windows that contain it and the copies are partitioned by
+      window id: ``ceil(w / s)`` copies at most, 0 or 1 when ``s >= w``.
+    * otherwise (no window, WITHIN alone, EMIT CHANGES): the result is one
+      group whose matches may span the whole input, computed in one partition.
+    """
+    if q.group_by:
+        return PartitionPlan("key", tuple(q.group_by),
+                             f"repartition by the GROUP-BY attributes ({', '.join(q.group_by)}), "
+                             f"sort by them and {q.time_col}")
+    if q.window.kind == "slide":
+        w, s = q.window.within, q.window.slide
+        copies = None
+        if (w.unit is None) == (s.unit is None):
+            ratio = Fraction(str(w.value)) * UNIT_NS[w.unit or "ns"] / (Fraction(str(s.value)) * UNIT_NS[s.unit or "ns"])
+            copies = math.ceil(ratio)
+        n = f"{copies} cop{'y' if copies == 1 else 'ies'}" if copies else "ceil(WITHIN / SLIDE) copies"
+        return PartitionPlan("window", (), f"no GROUP-BY, SLIDE windows: each event is replicated to the windows "
+                                           f"[k*s, k*s + w) that contain it (at most {n}), repartitioned by "
+                                           f"window id k and sorted by k and {q.time_col}; one kernel run per window",
+                             copies=copies)
+    return PartitionPlan("single", (), "no GROUP-BY and no SLIDE: the result is one group, computed in one "
+                                       f"partition sorted by {q.time_col} (no parallelism)")
+
+
 def _to_arrow(res: pl.DataFrame, schema: pa.Schema) -> pa.RecordBatch:
     cols = []
     for f in schema:
@@ -233,4 +309,4 @@ def _to_arrow(res: pl.DataFrame, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-__all__ = ["Kernel", "make_kernel", "process_batches", "duration_to_units"]
+__all__ = ["Kernel", "make_kernel", "process_batches", "duration_to_units", "PartitionPlan", "partition_plan"]

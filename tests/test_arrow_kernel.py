@@ -522,3 +522,31 @@ def test_time_unit_ms_kernel():
     got = collect(k, kernel_order(k.query, df).to_arrow().to_batches(max_chunksize=64))
     assert_same(got, cepvec.run(text, df, time_unit="ms"))
     assert (got["window_start"] // 1000).to_list() == cepvec.run(text, ABCD)["window_start"].to_list()
+
+
+# --------------------------------------------------------------------------- window replication (window_col)
+
+
+def _replicate(df: pl.DataFrame, w: int, s: int) -> pl.DataFrame:
+    """Each event once per window [k*s, k*s + w), k >= 0, that contains it, in column "wid"; by (wid, time)."""
+    rows = []
+    for r in df.iter_rows(named=True):
+        t = r["time"]
+        rows += [{**r, "wid": k} for k in range(max(0, -(-(t - w + 1) // s)), t // s + 1)]
+    return pl.DataFrame(rows, schema={**df.schema, "wid": pl.Int64}).sort("wid", "time", maintain_order=True)
+
+
+@pytest.mark.parametrize(("text", "w", "s"), [
+    ("RETURN COUNT(*), SUM(B.x), AVG(C.v) PATTERN SEQ(A, B, C) WHERE [id] WITHIN 12 SLIDE 4", 12, 4),
+    ("RETURN COUNT(*), MIN(A.x) PATTERN SEQ(NOT D, A, B+, NOT C) WITHIN 7 SLIDE 3", 7, 3),
+    ("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE [id] WITHIN 3 SLIDE 5", 3, 5),
+])
+@pytest.mark.parametrize("chunk", [5, 10**6])
+def test_window_col_kernel_gives_each_window_once(text, w, s, chunk):
+    for df in (ABCD, ABCD_TIES):
+        want = cepvec.run(text, df)
+        assert len(want)
+        k = cepvec.arrow_kernel.make_kernel(text, schema=dict(df.schema), window_col="wid")
+        batches = _replicate(df, w, s).to_arrow().to_batches(max_chunksize=chunk)
+        got = pl.from_arrow(pa.Table.from_batches(list(k(iter(batches))), schema=k.arrow_schema))
+        assert_same(got, want, text)

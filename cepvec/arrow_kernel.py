@@ -18,18 +18,24 @@ ends. Unordered input raises :class:`CepvecDataError` naming the rows.
 
 Window replication (``Kernel.window_col``, used by ``cepvec.run`` on Spark for
 SLIDE queries without GROUP-BY): every event is copied once per window
-``k`` that contains it, with ``k`` in an extra column; the kernel treats that
-column as one more run key and keeps, from each run, only the row of window
-``k``. The result of window ``k`` depends only on the events inside it
-(negated starts and ends included, SEMANTICS "Negation"), so each window is
-computed exactly as the local run computes it. :func:`partition_plan` picks
-the strategy for a query.
+``k`` that contains it, with ``k`` in an extra column, and all copies of a
+window are in the same call. The kernel runs the query with that column as
+one more GROUP-BY attribute (so each window id is an independent group with
+its own state) and keeps, of group ``k``, only the row of window ``k``; the
+rows it also computes for neighbouring windows see only part of their events
+and are dropped. The result of window ``k`` depends only on the events inside
+it (negated starts and ends included, SEMANTICS "Negation"), so each window
+is computed exactly as the local run computes it. The window ids are not a
+run key: rows stay ordered by (GROUP-BY attributes, time) with the window ids
+interleaved, so one engine run serves all windows of a call (a run per window
+costs ~1 ms of Python each, far more than the kernel's work on a window's
+events). :func:`partition_plan` picks the strategy for a query.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -158,8 +164,11 @@ def process_batches(batches, k: Kernel):
     q = k.query
     engine = resolve_engine(q, k.engine)
     out_schema = k.arrow_schema
-    group = list(q.group_by) + ([k.window_col] if k.window_col else [])
-    keys_text = "the GROUP-BY attributes" + (" and the window id" if k.window_col else "")
+    group = list(q.group_by)  # run key: one engine run per GROUP-BY value
+    qe = q  # the query the engine runs
+    if k.window_col is not None:
+        # each window id is one more group inside the run; its rows for other windows are partial
+        qe = replace(q, group_by=q.group_by + (k.window_col,), group_labels=q.group_labels + (k.window_col,))
     seen_groups: set = set()
     cur_key = None
     cur = None  # LinearRun or list of frames (reference)
@@ -172,14 +181,14 @@ def process_batches(batches, k: Kernel):
             return None
         if engine == "reference":
             df = pl.concat(cur, how="vertical_relaxed")
-            prep = prepare(q, df, time_unit=k.time_unit, check_types=False)
-            res = run_reference(q, prep, numeric=k.numeric)
+            prep = prepare(qe, df, time_unit=k.time_unit, check_types=False)
+            res = run_reference(qe, prep, numeric=k.numeric)
         else:
             res = cur.finish(cur_prep)
         cur = None
         if k.window_col is not None and len(res):
-            # this run holds the copies for window cur_key[-1]; the other windows it sees are partial
-            start = time_values_to_output([cur_key[-1] * cur_prep.s], cur_prep.unit, cur_prep.time_dtype)
+            # keep window k from the copies tagged k
+            start = time_values_to_output(res[k.window_col] * cur_prep.s, cur_prep.unit, cur_prep.time_dtype)
             res = res.filter(res["window_start"] == start)
         if not len(res):
             return None
@@ -213,14 +222,17 @@ def process_batches(batches, k: Kernel):
                         yield out
                 if key in seen_groups:
                     raise CepvecDataError(
-                        f"input is not ordered by {keys_text}: group {dict(zip(group, key))} "
+                        f"input is not ordered by the GROUP-BY attributes: group {dict(zip(group, key))} "
                         f"appears again at row {n_seen + a} after other groups; sort each partition by "
                         f"({', '.join(group + [q.time_col])}) and repartition by ({', '.join(group)})")
                 seen_groups.add(key)
                 cur_key = key
                 last_time = None
-                cur = [] if engine == "reference" else run_class(q, engine)(
-                    q, k.input_schema if k.typed else df.schema, w=prep.w, s=prep.s, numeric=k.numeric)
+                schema = k.input_schema if k.typed else df.schema
+                if k.window_col is not None:
+                    schema = {**schema, k.window_col: pl.Int64}
+                cur = [] if engine == "reference" else run_class(qe, engine)(
+                    qe, schema, w=prep.w, s=prep.s, numeric=k.numeric)
                 cur_prep = Prepared(df.head(0), prep.times.head(0), prep.unit, prep.time_dtype, prep.w, prep.s)
             seg_t = times[a:b]
             back = np.diff(seg_t) < 0
@@ -292,7 +304,7 @@ def partition_plan(q: Query) -> PartitionPlan:
         n = f"{copies} cop{'y' if copies == 1 else 'ies'}" if copies else "ceil(WITHIN / SLIDE) copies"
         return PartitionPlan("window", (), f"no GROUP-BY, SLIDE windows: each event is replicated to the windows "
                                            f"[k*s, k*s + w) that contain it (at most {n}), repartitioned by "
-                                           f"window id k and sorted by k and {q.time_col}; one kernel run per window",
+                                           f"window id k and sorted by {q.time_col}; the kernel keeps window k of group k",
                              copies=copies)
     return PartitionPlan("single", (), "no GROUP-BY and no SLIDE: the result is one group, computed in one "
                                        f"partition sorted by {q.time_col} (no parallelism)")

@@ -39,7 +39,10 @@ What it measures (``sequence_abcd`` data, 10 ids, integer seconds)
                    ``sortWithinPartitions(id, time)``), Arrow transfer to
                    Python and back, batches yielded unchanged, then a write
                    to the ``noop`` format (forces execution, writes nothing).
-                   This is the floor for any mapInArrow-based engine.
+                   This is the floor for any mapInArrow-based engine that
+                   returns its input's size; cepvec returns 10 rows, so
+(a') ``sink``      the same with a function that reads every batch and
+                   yields nothing is the floor for cepvec itself.
 (b) ``self-join``  Spark SQL for ``SEQ(A, B, C) WHERE [id] WITHIN W``: the
                    number of triples a, b, c of one id with
                    a.time < b.time < c.time and c.time - a.time < W. Written
@@ -173,6 +176,21 @@ def run_passthrough(sdf, w: int) -> int:
     return -1
 
 
+def sink(batches):
+    """(a'): consume the batches and yield nothing (the transfer to Python only)."""
+    for _ in batches:
+        pass
+    return iter(())
+
+
+def run_sink(sdf, w: int) -> int:
+    from cepvec.spark_adapter.run import stage
+
+    staged, _, _ = stage(cepvec.compile(QUERY.format(w=w)), sdf)
+    staged.mapInArrow(sink, staged.schema).write.format("noop").mode("overwrite").save()
+    return -1
+
+
 def run_sql_window(sdf, w: int) -> int:
     """(b'): the same count with window functions (no join): sum over A of nB * C(<= ta+W-1) - sum C(<= tb)."""
     spark = sdf.sparkSession
@@ -226,15 +244,18 @@ def run_kernel(sdf, w: int) -> int:
     return int(sum(r["COUNT(*)"] for r in staged.mapInArrow(k, k.schema).collect()))
 
 
+SLIDE_DIVISOR = 2  # (d) uses SLIDE W / SLIDE_DIVISOR; --slide-divisor changes it
+
+
 def run_slide(sdf, w: int) -> int:
     """(d): a SLIDE query without GROUP-BY through cepvec.run (window replication)."""
-    rows = cepvec.run(SLIDE_QUERY.format(w=w, s=w // 2), sdf).collect()
+    rows = cepvec.run(SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR), sdf).collect()
     return int(sum(r["COUNT(*)"] for r in rows))
 
 
 def run_slide_one_partition(sdf, w: int) -> int:
     """(d1): the same kernel in one partition sorted by time (no window replication)."""
-    k = cepvec.kernel(SLIDE_QUERY.format(w=w, s=w // 2), sdf.schema)
+    k = cepvec.kernel(SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR), sdf.schema)
     out = sdf.select("type", "time", "id").repartition(1).sortWithinPartitions("time").mapInArrow(k, k.schema)
     return int(sum(r["COUNT(*)"] for r in out.collect()))
 
@@ -332,12 +353,15 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--no-latency", action="store_true")
     p.add_argument("--no-slide", action="store_true", help="skip (d) and (d1)")
+    p.add_argument("--slide-divisor", type=int, default=2, help="(d) uses SLIDE W / this (1: tumbling windows)")
     p.add_argument("--sweep", type=int, nargs="*", default=[],
                    help="more windows W for (b), (b') and (c) at the smallest size and the largest core count")
     p.add_argument("--join-timeout", type=float, default=300.0, help="cancel a (b) run after this many seconds")
     args = p.parse_args(argv)
     sizes = sorted(set(args.sizes + ([10**7] if args.big else [])))
     w = args.window
+    global SLIDE_DIVISOR
+    SLIDE_DIVISOR = args.slide_divisor
 
     print(f"# cepvec Spark benchmark  {_dt.date.today().isoformat()}  {platform.node()}  "
           f"{os.cpu_count()} cores  Python {platform.python_version()}  "
@@ -359,7 +383,7 @@ def main(argv=None) -> int:
             counts[("local", n)] = c
             print(f"local cepvec n={n}: {t:.2f} s, {c} matches", flush=True)
             if not args.no_slide:
-                c = int(cepvec.run(SLIDE_QUERY.format(w=w, s=w // 2), df)["COUNT(*)"].sum())
+                c = int(cepvec.run(SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR), df)["COUNT(*)"].sum())
                 counts[("slide-local", n)] = c
 
         for cores in args.cores:
@@ -368,7 +392,8 @@ def main(argv=None) -> int:
                 for n, (path, _) in inputs.items():
                     sdf = spark.read.parquet(str(path))
                     run_cepvec(sdf.limit(1000), w)  # start workers and load kernels before timing
-                    steps = [("spark", lambda s: run_passthrough(s, w)), ("cepvec", lambda s: run_cepvec(s, w)),
+                    steps = [("spark", lambda s: run_passthrough(s, w)), ("sink", lambda s: run_sink(s, w)),
+                             ("cepvec", lambda s: run_cepvec(s, w)),
                              ("kernel", lambda s: run_kernel(s, w))]
                     if args.join_max is None or n <= args.join_max:
                         steps[1:1] = [("self-join", lambda s: run_self_join(s, w)),
@@ -431,18 +456,19 @@ def main(argv=None) -> int:
         print("\n## seconds (min of %d runs)\n" % args.repeat)
         fmt = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
         ratio = lambda x, y: "-" if x is None or y is None else f"{x / y:.2f}"  # noqa: E731
-        print("| n | cores | (a) Spark pass-through | (b) SQL self-join | (b') SQL window functions | (c) cepvec.run "
-              "| (c') kernel only | cepvec / (a) | (b) / cepvec | (b') / cepvec | load |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| n | cores | (a) Spark pass-through | (a') sink | (b) SQL self-join | (b') SQL window functions "
+              "| (c) cepvec.run | (c') kernel only | cepvec / (a) | cepvec / (a') | (b) / cepvec | (b') / cepvec "
+              "| load |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n in sizes:
             for cores in args.cores:
-                a, b, bw, c, k = (results.get((name, n, cores))
-                                  for name in ("spark", "self-join", "sql-window", "cepvec", "kernel"))
-                print(f"| {n:.0e} | {cores} | {fmt(a)} | {fmt(b)} | {fmt(bw)} | {fmt(c)} | {fmt(k)} | "
-                      f"{ratio(c, a)} | {ratio(b, c)} | {ratio(bw, c)} | {loads.get((n, cores), '')} |")
-            print(f"| {n:.0e} | local cepvec, 1 process | | | | {results[('local', n, 0)]:.2f} | | | | | |")
+                a, a1, b, bw, c, k = (results.get((name, n, cores))
+                                      for name in ("spark", "sink", "self-join", "sql-window", "cepvec", "kernel"))
+                print(f"| {n:.0e} | {cores} | {fmt(a)} | {fmt(a1)} | {fmt(b)} | {fmt(bw)} | {fmt(c)} | {fmt(k)} | "
+                      f"{ratio(c, a)} | {ratio(c, a1)} | {ratio(b, c)} | {ratio(bw, c)} | {loads.get((n, cores), '')} |")
+            print(f"| {n:.0e} | local cepvec, 1 process | | | | | {results[('local', n, 0)]:.2f} | | | | | | |")
         if not args.no_slide:
-            print(f"\n## no GROUP-BY: {SLIDE_QUERY.format(w=w, s=w // 2)}\n")
+            print(f"\n## no GROUP-BY: {SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR)}\n")
             print("| n | cores | (d) cepvec.run, window replication | (d1) one partition | (d1) / (d) |")
             print("|---|---|---|---|---|")
             for n in sizes:

@@ -1,9 +1,9 @@
 """``cepvec.run(query, spark_df)``: repartition, sort within partitions, mapInArrow.
 
 The partitioning follows the query's shape (:func:`cepvec.arrow_kernel.partition_plan`):
-by the GROUP-BY attributes; for SLIDE queries without GROUP-BY by window id,
-after replicating every event to the windows that contain it; otherwise in
-one partition.
+by the GROUP-BY attributes; for SLIDE queries without GROUP-BY by block of
+windows, after copying every event to the blocks with a window that contains
+it; otherwise in one partition.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ except ImportError as e:  # pragma: no cover - exercised only without pyspark
     ) from e
 
 from cepvec.arrow_kernel import Kernel, PartitionPlan, make_kernel, partition_plan
+from cepvec.arrow_kernel import window_block as default_window_block
 from cepvec.errors import CepvecPlanError, CepvecTypeError
 from cepvec.frontend import TIME_UNITS, duration_to_units
 from cepvec.query import Query
 
-WINDOW_COL = "__cepvec_window"  # window id k of a replicated event (SLIDE windows [k*s, k*s + w))
+BLOCK_COL = "__cepvec_block"  # block id j of a replicated event (windows j*B .. j*B + B - 1)
 _NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
 
 
@@ -60,17 +61,22 @@ def time_in_units(q: Query, df: DataFrame, time_unit: str | None) -> tuple[Colum
         f"e.g. F.col('{q.time_col}').cast('long'), or convert with F.to_timestamp")
 
 
-def replicate_to_windows(q: Query, df: DataFrame, time_unit: str | None) -> DataFrame:
-    """One copy of each event per SLIDE window ``k >= 0`` with ``k*s <= t < k*s + w``, id in WINDOW_COL.
-
-    ``k`` runs from ``floor((t - w) / s) + 1`` (at least 0) to ``floor(t / s)``:
-    ``ceil(w / s)`` copies at most, none for an event in a gap between
-    windows (``s > w``) or before time 0. Integer arithmetic throughout (no
-    doubles: nanosecond times exceed 2**53).
-    """
+def slide_units(q: Query, df: DataFrame, time_unit: str | None) -> tuple[Column, int, int]:
+    """The time as BIGINT in the kernel's unit, and WITHIN and SLIDE in that unit."""
     t, unit = time_in_units(q, df, time_unit)
-    w = duration_to_units(q.window.within, unit, "WITHIN")
-    s = duration_to_units(q.window.slide, unit, "SLIDE")
+    return t, duration_to_units(q.window.within, unit, "WITHIN"), duration_to_units(q.window.slide, unit, "SLIDE")
+
+
+def replicate_to_blocks(q: Query, df: DataFrame, time_unit: str | None, block: int) -> DataFrame:
+    """One copy of each event per block of ``block`` windows that has a window containing it (BLOCK_COL).
+
+    The windows ``k >= 0`` with ``k*s <= t < k*s + w`` run from
+    ``kmin = max(0, floor((t - w) / s) + 1)`` to ``kmax = floor(t / s)``; the
+    event goes to blocks ``kmin div block .. kmax div block`` (none for an
+    event in a gap between windows, ``s > w``, or before time 0). Integer
+    arithmetic throughout (no doubles: nanosecond times exceed 2**53).
+    """
+    t, w, s = slide_units(q, df, time_unit)
     tmp = {"t": "__cepvec_t", "lo": "__cepvec_kmin", "hi": "__cepvec_kmax"}
 
     def floor_div(expr: str) -> Column:  # floor(x / s) for BIGINT x (div truncates towards zero)
@@ -80,19 +86,28 @@ def replicate_to_windows(q: Query, df: DataFrame, time_unit: str | None) -> Data
     out = out.withColumn(tmp["lo"], F.greatest(F.lit(0).cast("long"), floor_div(f"{tmp['t']} - {w}L") + 1))
     out = out.withColumn(tmp["hi"], floor_div(tmp["t"]))
     out = out.where(F.col(tmp["lo"]) <= F.col(tmp["hi"]))
-    out = out.withColumn(WINDOW_COL, F.explode(F.sequence(F.col(tmp["lo"]), F.col(tmp["hi"]))))
-    return out.drop(*tmp.values())
+    blocks = F.sequence(F.expr(f"{tmp['lo']} div {block}L"), F.expr(f"{tmp['hi']} div {block}L"))
+    return out.withColumn(BLOCK_COL, F.explode(blocks)).drop(*tmp.values())
 
 
 def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | None = None,
-          numeric: str = "int64") -> tuple[DataFrame, Kernel, PartitionPlan]:
-    """The partitioned and sorted input of the kernel, the kernel, and the plan (before mapInArrow)."""
+          numeric: str = "int64", window_block: int | None = None) -> tuple[DataFrame, Kernel, PartitionPlan]:
+    """The partitioned and sorted input of the kernel, the kernel, and the plan (before mapInArrow).
+
+    ``window_block`` (window replication only): windows per block; default
+    :func:`cepvec.arrow_kernel.window_block`, 1 gives one block per window
+    (``ceil(w/s)`` copies of each event, one kernel run per window).
+    """
     plan = partition_plan(q)
-    if WINDOW_COL in df.columns:
-        raise CepvecPlanError(f"the input has a column named {WINDOW_COL!r}, which cepvec.run uses itself; "
+    if BLOCK_COL in df.columns:
+        raise CepvecPlanError(f"the input has a column named {BLOCK_COL!r}, which cepvec.run uses itself; "
                               "rename it")
+    block = None
+    if plan.strategy == "window":
+        _, w, s = slide_units(q, df, time_unit)
+        block = window_block or default_window_block(w, s)
     k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine,
-                    window_col=WINDOW_COL if plan.strategy == "window" else None)
+                    block_col=BLOCK_COL if block else None, window_block=block or 1)
     # only the columns the query reads cross to Python
     needed = [c for c in df.columns if c in {q.type_col, q.time_col, *q.attributes}]
     df = df.select(*[_col(c) for c in needed])
@@ -102,22 +117,21 @@ def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | Non
         cols = [_col(c) for c in plan.keys]
         staged = df.repartition(n, *cols).sortWithinPartitions(*cols, time)
     elif plan.strategy == "window":
-        # by time only, window ids interleaved: one engine run per partition serves all its windows
-        # (sorting by (window id, time) would cost one engine run, ~1 ms of Python, per window)
-        staged = replicate_to_windows(q, df, time_unit).repartition(n, F.col(WINDOW_COL)).sortWithinPartitions(time)
+        b = F.col(BLOCK_COL)
+        staged = replicate_to_blocks(q, df, time_unit, block).repartition(n, b).sortWithinPartitions(b, time)
     else:
         staged = df.repartition(1).sortWithinPartitions(time)
     return staged, k, plan
 
 
 def run_spark(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | None = None,
-              numeric: str = "int64") -> DataFrame:
+              numeric: str = "int64", window_block: int | None = None) -> DataFrame:
     """Distribute ``q`` over a Spark DataFrame; same columns and rows as the local run.
 
     Rows come back in one partition, ordered like the local result (by group,
-    then time).
+    then time). ``window_block``: see :func:`stage`.
     """
-    staged, k, _ = stage(q, df, engine=engine, time_unit=time_unit, numeric=numeric)
+    staged, k, _ = stage(q, df, engine=engine, time_unit=time_unit, numeric=numeric, window_block=window_block)
     out = staged.mapInArrow(k, k.schema)
     order = [_col(c).asc_nulls_last() for c in q.group_labels]
     if q.window.kind == "slide":

@@ -527,13 +527,14 @@ def test_time_unit_ms_kernel():
 # --------------------------------------------------------------------------- window replication (window_col)
 
 
-def _replicate(df: pl.DataFrame, w: int, s: int) -> pl.DataFrame:
-    """Each event once per window [k*s, k*s + w), k >= 0, that contains it, in column "wid"; by time."""
+def _replicate(df: pl.DataFrame, w: int, s: int, block: int) -> pl.DataFrame:
+    """Each event once per block of ``block`` windows [k*s, k*s + w), k >= 0, with a window containing it."""
     rows = []
     for r in df.iter_rows(named=True):
         t = r["time"]
-        rows += [{**r, "wid": k} for k in range(max(0, -(-(t - w + 1) // s)), t // s + 1)]
-    return pl.DataFrame(rows, schema={**df.schema, "wid": pl.Int64}).sort("time", maintain_order=True)
+        kmin, kmax = max(0, -(-(t - w + 1) // s)), t // s
+        rows += [{**r, "blk": j} for j in range(kmin // block, kmax // block + 1)] if kmin <= kmax else []
+    return pl.DataFrame(rows, schema={**df.schema, "blk": pl.Int64}).sort("blk", "time", maintain_order=True)
 
 
 @pytest.mark.parametrize(("text", "w", "s"), [
@@ -541,12 +542,12 @@ def _replicate(df: pl.DataFrame, w: int, s: int) -> pl.DataFrame:
     ("RETURN COUNT(*), MIN(A.x) PATTERN SEQ(NOT D, A, B+, NOT C) WITHIN 7 SLIDE 3", 7, 3),
     ("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE [id] WITHIN 3 SLIDE 5", 3, 5),
 ])
-@pytest.mark.parametrize("chunk", [5, 10**6])
-def test_window_col_kernel_gives_each_window_once(text, w, s, chunk):
+@pytest.mark.parametrize(("chunk", "block"), [(5, 1), (64, 2), (7, 5), (10**6, 100)])
+def test_block_replicated_kernel_gives_each_window_once(text, w, s, chunk, block):
     for df in (ABCD, ABCD_TIES):
         want = cepvec.run(text, df)
         assert len(want)
-        k = cepvec.arrow_kernel.make_kernel(text, schema=dict(df.schema), window_col="wid")
-        batches = _replicate(df, w, s).to_arrow().to_batches(max_chunksize=chunk)
+        k = cepvec.arrow_kernel.make_kernel(text, schema=dict(df.schema), block_col="blk", window_block=block)
+        batches = _replicate(df, w, s, block).to_arrow().to_batches(max_chunksize=chunk)
         got = pl.from_arrow(pa.Table.from_batches(list(k(iter(batches))), schema=k.arrow_schema))
-        assert_same(got, want, text)
+        assert_same(got, want, f"{text}, {block} windows per block")

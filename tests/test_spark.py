@@ -172,6 +172,11 @@ def test_slide_without_group_by_replicates_windows(spark, frames, data, text):
     got = pl.from_arrow(res.toArrow())
     assert got.schema == local.schema
     assert got.equals(local), f"{text}\nSpark:\n{got}\nlocal:\n{local}"  # same rows in the same order
+    # small blocks: many block boundaries inside the data
+    from cepvec.spark_adapter.run import run_spark
+
+    small = pl.from_arrow(run_spark(cepvec.compile(text), sdf, window_block=3).toArrow())
+    assert small.equals(local), f"{text} (3 windows per block)\nSpark:\n{small}\nlocal:\n{local}"
 
 
 def test_window_replication_with_timestamps_and_units(spark):
@@ -196,24 +201,31 @@ def test_window_replication_with_timestamps_and_units(spark):
     assert [(r["us"] // 1000, r["COUNT(*)"]) for r in got_ntz] == list(zip(want["window_start"], want["COUNT(*)"]))
 
 
-def test_window_replication_partitions_by_window_id(spark):
-    from cepvec.spark_adapter.run import WINDOW_COL, stage
+@pytest.mark.parametrize("block", [None, 1])  # default blocks (~32 window lengths); one block per window
+def test_window_replication_partitions_by_block(spark, frames, block):
+    from cepvec.spark_adapter.run import BLOCK_COL, run_spark, stage
 
-    text = "RETURN COUNT(*) PATTERN SEQ(A, B+, C) WITHIN 15 SLIDE 5"
+    text = "RETURN COUNT(*), SUM(A.x) PATTERN SEQ(A, B+, C) WITHIN 15 SLIDE 5"
     q = cepvec.compile(text)
-    staged, k, plan = stage(q, to_spark(spark, TIES))
-    assert plan.copies == 3 and k.window_col == WINDOW_COL
-    assert "3 copies" in q.explain()
+    sdf = frames["ties"]
+    staged, k, plan = stage(q, sdf, window_block=block)
+    assert plan.block == 96 and k.block_col == BLOCK_COL and k.window_block == (block or 96)
+    assert "blocks of 96 consecutive windows" in q.explain()
     physical = staged._jdf.queryExecution().executedPlan().toString()
-    assert f"hashpartitioning({WINDOW_COL}" in physical and "Generate explode" in physical, physical
-    # every event once per window [5k, 5k + 15), k >= 0, that contains it
-    t = TIES["time"].to_numpy()
-    want = sum(len([kk for kk in range(max(0, -(-(tt - 14) // 5)), tt // 5 + 1)]) for tt in t)
+    assert f"hashpartitioning({BLOCK_COL}" in physical and "Generate explode" in physical, physical
+    # every event once per block of B windows [5k, 5k + 15), k >= 0, holding a window that contains it
+    B = block or 96
+    want = 0
+    for t in TIES["time"].to_list():
+        kmin, kmax = max(0, -(-(t - 14) // 5)), t // 5
+        want += len(range(kmin // B, kmax // B + 1)) if kmin <= kmax else 0
     assert staged.count() == want
-    # each window id in exactly one partition, and the windows spread over several partitions
-    where = staged.select(WINDOW_COL, F.spark_partition_id().alias("p")).distinct().toPandas()
-    assert where[WINDOW_COL].is_unique
-    assert where["p"].nunique() > 1
+    where = staged.select(BLOCK_COL, F.spark_partition_id().alias("p")).distinct().toPandas()
+    assert where[BLOCK_COL].is_unique  # each block in exactly one partition
+    if block == 1:  # ceil(w/s) = 3 copies of an event, the windows spread over the partitions
+        assert want > 2.5 * len(TIES.filter(pl.col("time") >= 0)) and where["p"].nunique() > 1
+    got = pl.from_arrow(run_spark(q, sdf, window_block=block).toArrow())
+    assert got.equals(cepvec.run(text, TIES))
 
 
 # --------------------------------------------------------------------------- mapInArrow as a user writes it

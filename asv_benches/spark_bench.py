@@ -465,7 +465,8 @@ def main(argv=None) -> int:
                 a, a1, b, bw, c, k = (results.get((name, n, cores))
                                       for name in ("spark", "sink", "self-join", "sql-window", "cepvec", "kernel"))
                 print(f"| {n:.0e} | {cores} | {fmt(a)} | {fmt(a1)} | {fmt(b)} | {fmt(bw)} | {fmt(c)} | {fmt(k)} | "
-                      f"{ratio(c, a)} | {ratio(c, a1)} | {ratio(b, c)} | {ratio(bw, c)} | {loads.get((n, cores), '')} |")
+                      f"{ratio(c, a)} | {ratio(c, a1)} | {ratio(b, c)} | {ratio(bw, c)} | "
+                      f"{loads.get((n, cores), '')} |")
             print(f"| {n:.0e} | local cepvec, 1 process | | | | | {results[('local', n, 0)]:.2f} | | | | | | |")
         if not args.no_slide:
             print(f"\n## no GROUP-BY: {SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR)}\n")

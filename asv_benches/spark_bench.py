@@ -6,6 +6,7 @@ Run it from the repository root::
     python asv_benches/spark_bench.py --big             # also n = 10**7
     python asv_benches/spark_bench.py --sizes 100000    # quick check
     python asv_benches/spark_bench.py --join-max 100000 # self-join only up to 10**5 events
+    python asv_benches/spark_bench.py --sweep 2000 5000 10000 --cores 2  # W where the self-join explodes
 
 Why a script and not ``asv_benches/benchmarks/spark.py``
 --------------------------------------------------------
@@ -32,11 +33,16 @@ reported as the minimum, is what is left; this script does that.
 What it measures (``sequence_abcd`` data, 10 ids, integer seconds)
 -------------------------------------------------------------------
 (a) ``spark``      Spark's own pipeline as cepvec.run uses it, with a
-                   pass-through ``mapInArrow``: repartition by ``id``,
-                   ``sortWithinPartitions(id, time)``, Arrow transfer to
+                   pass-through ``mapInArrow``: the same staging as
+                   cepvec.run (``cepvec.spark_adapter.run.stage``: select
+                   the columns the query reads, repartition by ``id``,
+                   ``sortWithinPartitions(id, time)``), Arrow transfer to
                    Python and back, batches yielded unchanged, then a write
                    to the ``noop`` format (forces execution, writes nothing).
-                   This is the floor for any mapInArrow-based engine.
+                   This is the floor for any mapInArrow-based engine that
+                   returns its input's size; cepvec returns 10 rows, so
+(a') ``sink``      the same with a function that reads every batch and
+                   yields nothing is the floor for cepvec itself.
 (b) ``self-join``  Spark SQL for ``SEQ(A, B, C) WHERE [id] WITHIN W``: the
                    number of triples a, b, c of one id with
                    a.time < b.time < c.time and c.time - a.time < W. Written
@@ -46,6 +52,13 @@ What it measures (``sequence_abcd`` data, 10 ids, integer seconds)
                    the band conditions. (The plain ``ON a.id = b.id AND b.time
                    BETWEEN ...`` self-join is an equi-join on 10 id values
                    only: per id it compares every A with every B.)
+(b') ``sql-window`` the same count in Spark SQL without a join, with window
+                   functions over (id, time): per A event, the number of B in
+                   (ta, ta + W) times the number of C up to ta + W - 1, minus
+                   the sum over those B of the number of C up to tb (RANGE
+                   frames). It needs this pattern's algebra worked out by
+                   hand and does not extend to Kleene plus or negation; it is
+                   here because it is the fastest SQL for this one count.
 (c) ``cepvec``     ``cepvec.run(q, sdf)`` for
                    ``RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id]
                    GROUP-BY id WITHIN W``, collected (10 rows).
@@ -53,6 +66,16 @@ What it measures (``sequence_abcd`` data, 10 ids, integer seconds)
                    without the final ``orderBy`` of cepvec.run; the gap between
                    (c) and (c') is the cost of that ordering step.
 (l) ``local``      ``cepvec.run(q, polars_df)`` in this process (no Spark).
+(d) ``slide``      ``RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] WITHIN W
+                   SLIDE W/2`` (no GROUP-BY) through cepvec.run, i.e. window
+                   replication (2 copies per event, partitioned by window id);
+(d1) ``slide-1p``  the same kernel on one partition sorted by time, as
+                   cepvec.run ran such queries before window replication.
+
+``--sweep W1 W2 ...`` times (b), (b') and (c) at the largest core count for
+larger windows (the band join's cost grows with the number of matches,
+about W**2 per event, cepvec's does not); a (b) run is cancelled after
+``--join-timeout`` seconds and reported as ``> timeout``.
 
 Each of (a)-(c') runs on ``local[1]`` and on ``local[2]`` (separate sessions,
 ``spark.sql.shuffle.partitions`` = 2 x cores, AQE off). The table gives the
@@ -92,6 +115,7 @@ SEED = 0
 WINDOW = 200  # seconds; with 10 ids and gaps of 1-3 s an id sees ~10 events per window
 
 QUERY = "RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN {w}"
+SLIDE_QUERY = "RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] WITHIN {w} SLIDE {s}"
 
 
 # --------------------------------------------------------------------------- data
@@ -144,11 +168,48 @@ def passthrough(batches):
     yield from batches
 
 
-def run_passthrough(sdf) -> int:
-    staged = sdf.repartition(int(sdf.sparkSession.conf.get("spark.sql.shuffle.partitions")), "id")
-    staged = staged.sortWithinPartitions("id", "time")
-    staged.mapInArrow(passthrough, sdf.schema).write.format("noop").mode("overwrite").save()
+def run_passthrough(sdf, w: int) -> int:
+    from cepvec.spark_adapter.run import stage
+
+    staged, _, _ = stage(cepvec.compile(QUERY.format(w=w)), sdf)
+    staged.mapInArrow(passthrough, staged.schema).write.format("noop").mode("overwrite").save()
     return -1
+
+
+def sink(batches):
+    """(a'): consume the batches and yield nothing (the transfer to Python only)."""
+    for _ in batches:
+        pass
+    return iter(())
+
+
+def run_sink(sdf, w: int) -> int:
+    from cepvec.spark_adapter.run import stage
+
+    staged, _, _ = stage(cepvec.compile(QUERY.format(w=w)), sdf)
+    staged.mapInArrow(sink, staged.schema).write.format("noop").mode("overwrite").save()
+    return -1
+
+
+def run_sql_window(sdf, w: int) -> int:
+    """(b'): the same count with window functions (no join): sum over A of nB * C(<= ta+W-1) - sum C(<= tb)."""
+    spark = sdf.sparkSession
+    sdf.createOrReplaceTempView("ev")
+    frame = f"PARTITION BY id ORDER BY time RANGE BETWEEN 1 FOLLOWING AND {w - 1} FOLLOWING"
+    sql = f"""
+    WITH e AS (SELECT id, type, time,
+                 COUNT(CASE WHEN type = 'C' THEN 1 END) OVER (PARTITION BY id ORDER BY time
+                   RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c_le
+               FROM ev WHERE type IN ('A', 'B', 'C')),
+         s AS (SELECT type,
+                 COUNT(CASE WHEN type = 'B' THEN 1 END) OVER ({frame}) AS nb,
+                 SUM(CASE WHEN type = 'B' THEN c_le ELSE 0 END) OVER ({frame}) AS sum_c_le,
+                 COUNT(CASE WHEN type = 'C' THEN 1 END) OVER (PARTITION BY id ORDER BY time
+                   RANGE BETWEEN UNBOUNDED PRECEDING AND {w - 1} FOLLOWING) AS c_upto
+               FROM e)
+    SELECT SUM(nb * c_upto - sum_c_le) AS n FROM s WHERE type = 'A'
+    """
+    return int(spark.sql(sql).collect()[0]["n"] or 0)
 
 
 def run_self_join(sdf, w: int) -> int:
@@ -176,12 +237,43 @@ def run_cepvec(sdf, w: int) -> int:
 
 
 def run_kernel(sdf, w: int) -> int:
-    """(c'): the same kernel through mapInArrow, without cepvec.run's final orderBy."""
-    q = QUERY.format(w=w)
-    k = cepvec.kernel(q, sdf.schema)
-    n = int(sdf.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    out = sdf.repartition(n, "id").sortWithinPartitions("id", "time").mapInArrow(k, k.schema)
+    """(c'): the same kernel through mapInArrow, without cepvec.run's final gathering sort."""
+    from cepvec.spark_adapter.run import stage
+
+    staged, k, _ = stage(cepvec.compile(QUERY.format(w=w)), sdf)
+    return int(sum(r["COUNT(*)"] for r in staged.mapInArrow(k, k.schema).collect()))
+
+
+SLIDE_DIVISOR = 2  # (d) uses SLIDE W / SLIDE_DIVISOR; --slide-divisor changes it
+
+
+def run_slide(sdf, w: int) -> int:
+    """(d): a SLIDE query without GROUP-BY through cepvec.run (window replication)."""
+    rows = cepvec.run(SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR), sdf).collect()
+    return int(sum(r["COUNT(*)"] for r in rows))
+
+
+def run_slide_one_partition(sdf, w: int) -> int:
+    """(d1): the same kernel in one partition sorted by time (no window replication)."""
+    k = cepvec.kernel(SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR), sdf.schema)
+    out = sdf.select("type", "time", "id").repartition(1).sortWithinPartitions("time").mapInArrow(k, k.schema)
     return int(sum(r["COUNT(*)"] for r in out.collect()))
+
+
+def with_timeout(spark, fn, seconds: float):
+    """Run ``fn()``; cancel its Spark jobs after ``seconds`` (then return None)."""
+    import threading
+
+    timer = threading.Timer(seconds, spark.sparkContext.cancelAllJobs)
+    timer.start()
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - a cancelled job surfaces as a Py4J/Spark error
+        if "cancel" in str(e).lower():
+            return None
+        raise
+    finally:
+        timer.cancel()
 
 
 def best_of(fn, repeat: int):
@@ -260,9 +352,16 @@ def main(argv=None) -> int:
     p.add_argument("--window", type=int, default=WINDOW)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--no-latency", action="store_true")
+    p.add_argument("--no-slide", action="store_true", help="skip (d) and (d1)")
+    p.add_argument("--slide-divisor", type=int, default=2, help="(d) uses SLIDE W / this (1: tumbling windows)")
+    p.add_argument("--sweep", type=int, nargs="*", default=[],
+                   help="more windows W for (b), (b') and (c) at the smallest size and the largest core count")
+    p.add_argument("--join-timeout", type=float, default=300.0, help="cancel a (b) run after this many seconds")
     args = p.parse_args(argv)
     sizes = sorted(set(args.sizes + ([10**7] if args.big else [])))
     w = args.window
+    global SLIDE_DIVISOR
+    SLIDE_DIVISOR = args.slide_divisor
 
     print(f"# cepvec Spark benchmark  {_dt.date.today().isoformat()}  {platform.node()}  "
           f"{os.cpu_count()} cores  Python {platform.python_version()}  "
@@ -275,6 +374,7 @@ def main(argv=None) -> int:
         inputs = {n: write_input(n, tmp) for n in sizes}
         results: dict[tuple, float] = {}
         counts: dict[tuple, int] = {}
+        loads: dict[tuple, str] = {}
         q = QUERY.format(w=w)
         cepvec.run(q, inputs[sizes[0]][1].head(1000))  # compile (or load) the kernels in this process
         for n, (_, df) in inputs.items():
@@ -282,6 +382,9 @@ def main(argv=None) -> int:
             results[("local", n, 0)] = t
             counts[("local", n)] = c
             print(f"local cepvec n={n}: {t:.2f} s, {c} matches", flush=True)
+            if not args.no_slide:
+                c = int(cepvec.run(SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR), df)["COUNT(*)"].sum())
+                counts[("slide-local", n)] = c
 
         for cores in args.cores:
             spark = start_session(cores, numba_cache)
@@ -289,17 +392,49 @@ def main(argv=None) -> int:
                 for n, (path, _) in inputs.items():
                     sdf = spark.read.parquet(str(path))
                     run_cepvec(sdf.limit(1000), w)  # start workers and load kernels before timing
-                    steps = [("spark", run_passthrough), ("cepvec", lambda s: run_cepvec(s, w)),
+                    steps = [("spark", lambda s: run_passthrough(s, w)), ("sink", lambda s: run_sink(s, w)),
+                             ("cepvec", lambda s: run_cepvec(s, w)),
                              ("kernel", lambda s: run_kernel(s, w))]
                     if args.join_max is None or n <= args.join_max:
-                        steps.insert(1, ("self-join", lambda s: run_self_join(s, w)))
+                        steps[1:1] = [("self-join", lambda s: run_self_join(s, w)),
+                                      ("sql-window", lambda s: run_sql_window(s, w))]
+                    if not args.no_slide:
+                        steps += [("slide", lambda s: run_slide(s, w)),
+                                  ("slide-1p", lambda s: run_slide_one_partition(s, w))]
                     for name, fn in steps:
+                        loads[(n, cores)] = _loadavg()
                         t, c = best_of(lambda fn=fn: fn(sdf), args.repeat)
                         results[(name, n, cores)] = t
                         if c >= 0:
                             counts[(name, n, cores)] = c
-                        print(f"local[{cores}] n={n} {name}: {t:.2f} s" + (f", {c} matches" if c >= 0 else ""),
-                              flush=True)
+                        print(f"local[{cores}] n={n} {name}: {t:.2f} s" + (f", {c} matches" if c >= 0 else "")
+                              + f"  (load {_loadavg()})", flush=True)
+            finally:
+                stop_session(spark)
+
+        sweep = []
+        if args.sweep:
+            cores, n = max(args.cores), sizes[0]
+            spark = start_session(cores, numba_cache)
+            try:
+                sdf = spark.read.parquet(str(inputs[n][0])).cache()
+                sdf.count()
+                run_cepvec(sdf.limit(1000), w)
+                for ww in args.sweep:
+                    load = _loadavg()
+                    tc, cc = best_of(lambda ww=ww: run_cepvec(sdf, ww), 2)
+                    t0 = time.perf_counter()
+                    cw = with_timeout(spark, lambda ww=ww: run_sql_window(sdf, ww), args.join_timeout)
+                    tw = time.perf_counter() - t0 if cw is not None else None
+                    t0 = time.perf_counter()
+                    cb = with_timeout(spark, lambda ww=ww: run_self_join(sdf, ww), args.join_timeout)
+                    tb = time.perf_counter() - t0 if cb is not None else None
+                    ok_counts = (cw is None or cw == cc) and (cb is None or cb == cc)
+                    sweep.append({"w": ww, "matches": cc, "b": tb, "bw": tw, "c": tc, "ok": ok_counts,
+                                  "load": load})
+                    print(f"sweep local[{cores}] n={n} W={ww}: cepvec {tc:.2f} s, sql-window {tw} s, self-join "
+                          + (f"{tb:.2f} s" if tb is not None else f"> {args.join_timeout:.0f} s")
+                          + f", {cc} matches{'' if ok_counts else ' MISMATCH'}  (load {load})", flush=True)
             finally:
                 stop_session(spark)
 
@@ -319,27 +454,51 @@ def main(argv=None) -> int:
         print(f"\n# load average at end: {_loadavg()}")
         ok = True
         print("\n## seconds (min of %d runs)\n" % args.repeat)
-        print("| n | cores | (a) Spark pass-through | (b) SQL self-join | (c) cepvec.run | (c') kernel, no orderBy "
-              "| cepvec / (a) | (b) / cepvec |")
-        print("|---|---|---|---|---|---|---|---|")
+        fmt = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+        ratio = lambda x, y: "-" if x is None or y is None else f"{x / y:.2f}"  # noqa: E731
+        print("| n | cores | (a) Spark pass-through | (a') sink | (b) SQL self-join | (b') SQL window functions "
+              "| (c) cepvec.run | (c') kernel only | cepvec / (a) | cepvec / (a') | (b) / cepvec | (b') / cepvec "
+              "| load |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n in sizes:
             for cores in args.cores:
-                a = results.get(("spark", n, cores))
-                b = results.get(("self-join", n, cores))
-                c = results.get(("cepvec", n, cores))
-                k = results.get(("kernel", n, cores))
-                fmt = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
-                ratio = lambda x, y: "-" if x is None or y is None else f"{x / y:.2f}"  # noqa: E731
-                print(f"| {n:.0e} | {cores} | {fmt(a)} | {fmt(b)} | {fmt(c)} | {fmt(k)} | {ratio(c, a)} | "
-                      f"{ratio(b, c)} |")
-            print(f"| {n:.0e} | local cepvec, 1 process | | | {results[('local', n, 0)]:.2f} | | | |")
+                a, a1, b, bw, c, k = (results.get((name, n, cores))
+                                      for name in ("spark", "sink", "self-join", "sql-window", "cepvec", "kernel"))
+                print(f"| {n:.0e} | {cores} | {fmt(a)} | {fmt(a1)} | {fmt(b)} | {fmt(bw)} | {fmt(c)} | {fmt(k)} | "
+                      f"{ratio(c, a)} | {ratio(c, a1)} | {ratio(b, c)} | {ratio(bw, c)} | "
+                      f"{loads.get((n, cores), '')} |")
+            print(f"| {n:.0e} | local cepvec, 1 process | | | | | {results[('local', n, 0)]:.2f} | | | | | | |")
+        if not args.no_slide:
+            print(f"\n## no GROUP-BY: {SLIDE_QUERY.format(w=w, s=w // SLIDE_DIVISOR)}\n")
+            print("| n | cores | (d) cepvec.run, window replication | (d1) one partition | (d1) / (d) |")
+            print("|---|---|---|---|---|")
+            for n in sizes:
+                for cores in args.cores:
+                    d, d1 = results.get(("slide", n, cores)), results.get(("slide-1p", n, cores))
+                    print(f"| {n:.0e} | {cores} | {fmt(d)} | {fmt(d1)} | {ratio(d1, d)} |")
+        if sweep:
+            print(f"\n## larger windows, n = {sizes[0]:.0e}, local[{max(args.cores)}]\n")
+            print("| W | matches | (b) self-join | (b') window functions | (c) cepvec.run | (b) / (c) | (b') / (c) "
+                  "| load |")
+            print("|---|---|---|---|---|---|---|---|")
+            for r in sweep:
+                b = fmt(r["b"]) if r["b"] is not None else f"> {args.join_timeout:.0f}"
+                br = ratio(r["b"], r["c"]) if r["b"] is not None else f"> {args.join_timeout / r['c']:.0f}"
+                bw = fmt(r["bw"]) if r["bw"] is not None else f"> {args.join_timeout:.0f}"
+                print(f"| {r['w']} | {r['matches']} | {b} | {bw} | {fmt(r['c'])} | {br} | "
+                      f"{ratio(r['bw'], r['c'])} | {r['load']} |")
+                ok &= r["ok"]
         print("\n## match counts\n")
         for n in sizes:
-            seen = {key: v for key, v in counts.items() if key[1] == n}
-            same = len(set(seen.values())) == 1
-            ok &= same
-            print(f"n={n}: " + ", ".join(f"{key[0]}{'' if len(key) == 2 else f'[{key[2]}]'}={v}"
-                                         for key, v in seen.items()) + ("  OK" if same else "  MISMATCH"))
+            for group in ("main", "slide"):
+                seen = {key: v for key, v in counts.items()
+                        if key[1] == n and key[0].startswith("slide") == (group == "slide")}
+                if not seen:
+                    continue
+                same = len(set(seen.values())) == 1
+                ok &= same
+                print(f"n={n}: " + ", ".join(f"{key[0]}{'' if len(key) == 2 else f'[{key[2]}]'}={v}"
+                                             for key, v in seen.items()) + ("  OK" if same else "  MISMATCH"))
         if latency:
             print("\n## first-batch latency, local[2], 20,000 events\n")
             print("| session | run | job wall s | per Python worker: s from function entry to first batch |")

@@ -112,6 +112,9 @@ def explain(q) -> str:
     lines.append("output columns: " + ", ".join(q.output_columns))
     name, why = choose_engine(q)
     lines.append(f"engine (auto): {name} - {why}")
+    from .arrow_kernel import partition_plan
+
+    lines.append(f"on Spark (cepvec.run): {partition_plan(q).why}")
     if name == "greta":
         from .engines import greta_path
 

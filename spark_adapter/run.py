@@ -1,68 +1,143 @@
-"""``cepvec.run(query, spark_df)``: repartition, sort within partitions, mapInArrow."""
+"""``cepvec.run(query, spark_df)``: repartition, sort within partitions, mapInArrow.
+
+The partitioning follows the query's shape (:func:`cepvec.arrow_kernel.partition_plan`):
+by the GROUP-BY attributes; for SLIDE queries without GROUP-BY by block of
+windows, after copying every event to the blocks with a window that contains
+it; otherwise in one partition.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 try:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 except ImportError as e:  # pragma: no cover - exercised only without pyspark
     raise ImportError(
         "cepvec.spark_adapter needs PySpark: pip install 'cepvec[spark]' (pyspark>=4, pandas>=2.2,<3)"
     ) from e
 
-from cepvec.arrow_kernel import make_kernel
+from cepvec.arrow_kernel import Kernel, PartitionPlan, make_kernel, partition_plan
+from cepvec.arrow_kernel import window_block as default_window_block
+from cepvec.errors import CepvecPlanError, CepvecTypeError
+from cepvec.frontend import TIME_UNITS, duration_to_units
 from cepvec.query import Query
 
-
-@dataclass(frozen=True)
-class PartitionPlan:
-    """How a query is spread over Spark partitions."""
-
-    keys: tuple[str, ...]  # repartition and sort by these, then by time
-    single: bool  # everything in one partition
-    why: str
+BLOCK_COL = "__cepvec_block"  # block id j of a replicated event (windows j*B .. j*B + B - 1)
+_NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
 
 
-def partition_plan(q: Query) -> PartitionPlan:
-    """Partition by the GROUP-BY attributes; without them, run in one partition.
+def _col(name: str) -> Column:
+    return F.col(f"`{name}`")
 
-    Every event of a GROUP-BY value must reach the same kernel call, because
-    equivalence partitions inside a group share output rows (EMIT CHANGES
-    times, sums per window). Without GROUP-BY the result is one group, so the
-    whole input goes to one partition.
+
+def time_in_units(q: Query, df: DataFrame, time_unit: str | None) -> tuple[Column, str]:
+    """The time column as a BIGINT in the unit the kernel computes in, and that unit.
+
+    Mirrors :func:`cepvec.frontend.prepare`: integers count ``time_unit``
+    (default seconds); Spark timestamps reach the kernel as microseconds (the
+    instant for TIMESTAMP, the wall-clock value for TIMESTAMP_NTZ); dates
+    count seconds.
     """
-    if q.group_by:
-        return PartitionPlan(tuple(q.group_by), False,
-                             f"repartition by the GROUP-BY attributes ({', '.join(q.group_by)}), "
-                             f"sort by them and {q.time_col}")
-    return PartitionPlan((), True, "no GROUP-BY: the result is one group, computed in one partition "
-                                   f"sorted by {q.time_col}")
+    dt = df.schema[q.time_col].dataType
+    t = _col(q.time_col)
+    if isinstance(dt, T.IntegralType):
+        unit = time_unit or "s"
+        if unit not in TIME_UNITS:
+            raise CepvecPlanError(f"time_unit must be one of {', '.join(TIME_UNITS)}; found {unit!r}")
+        return t.cast("long"), unit
+    if isinstance(dt, (T.TimestampType, T.TimestampNTZType)):
+        if time_unit is not None and time_unit != "us":
+            raise CepvecPlanError(
+                f"time_unit={time_unit!r} was given but time column '{q.time_col}' is a timestamp in 'us'; "
+                "a timestamp carries its own unit, drop time_unit")
+        if isinstance(dt, T.TimestampType):
+            return F.unix_micros(t), "us"
+        return F.expr(f"timestampdiff(MICROSECOND, {_NTZ_EPOCH}, `{q.time_col}`)"), "us"
+    if isinstance(dt, T.DateType):
+        return F.unix_date(t).cast("long") * 86_400, "s"
+    raise CepvecTypeError(
+        f"time column '{q.time_col}' must be an integer or a timestamp; found {dt.simpleString()}. Cast it, "
+        f"e.g. F.col('{q.time_col}').cast('long'), or convert with F.to_timestamp")
+
+
+def slide_units(q: Query, df: DataFrame, time_unit: str | None) -> tuple[Column, int, int]:
+    """The time as BIGINT in the kernel's unit, and WITHIN and SLIDE in that unit."""
+    t, unit = time_in_units(q, df, time_unit)
+    return t, duration_to_units(q.window.within, unit, "WITHIN"), duration_to_units(q.window.slide, unit, "SLIDE")
+
+
+def replicate_to_blocks(q: Query, df: DataFrame, time_unit: str | None, block: int) -> DataFrame:
+    """One copy of each event per block of ``block`` windows that has a window containing it (BLOCK_COL).
+
+    The windows ``k >= 0`` with ``k*s <= t < k*s + w`` run from
+    ``kmin = max(0, floor((t - w) / s) + 1)`` to ``kmax = floor(t / s)``; the
+    event goes to blocks ``kmin div block .. kmax div block`` (none for an
+    event in a gap between windows, ``s > w``, or before time 0). Integer
+    arithmetic throughout (no doubles: nanosecond times exceed 2**53).
+    """
+    t, w, s = slide_units(q, df, time_unit)
+    tmp = {"t": "__cepvec_t", "lo": "__cepvec_kmin", "hi": "__cepvec_kmax"}
+
+    def floor_div(expr: str) -> Column:  # floor(x / s) for BIGINT x (div truncates towards zero)
+        return F.expr(f"(({expr}) - pmod(({expr}), {s}L)) div {s}L")
+
+    out = df.withColumn(tmp["t"], t)
+    out = out.withColumn(tmp["lo"], F.greatest(F.lit(0).cast("long"), floor_div(f"{tmp['t']} - {w}L") + 1))
+    out = out.withColumn(tmp["hi"], floor_div(tmp["t"]))
+    out = out.where(F.col(tmp["lo"]) <= F.col(tmp["hi"]))
+    blocks = F.sequence(F.expr(f"{tmp['lo']} div {block}L"), F.expr(f"{tmp['hi']} div {block}L"))
+    return out.withColumn(BLOCK_COL, F.explode(blocks)).drop(*tmp.values())
+
+
+def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | None = None,
+          numeric: str = "int64", window_block: int | None = None) -> tuple[DataFrame, Kernel, PartitionPlan]:
+    """The partitioned and sorted input of the kernel, the kernel, and the plan (before mapInArrow).
+
+    ``window_block`` (window replication only): windows per block; default
+    :func:`cepvec.arrow_kernel.window_block`, 1 gives one block per window
+    (``ceil(w/s)`` copies of each event, one kernel run per window).
+    """
+    plan = partition_plan(q)
+    if BLOCK_COL in df.columns:
+        raise CepvecPlanError(f"the input has a column named {BLOCK_COL!r}, which cepvec.run uses itself; "
+                              "rename it")
+    block = None
+    if plan.strategy == "window":
+        _, w, s = slide_units(q, df, time_unit)
+        block = window_block or default_window_block(w, s)
+    k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine,
+                    block_col=BLOCK_COL if block else None, window_block=block or 1)
+    # only the columns the query reads cross to Python
+    needed = [c for c in df.columns if c in {q.type_col, q.time_col, *q.attributes}]
+    df = df.select(*[_col(c) for c in needed])
+    time = _col(q.time_col)
+    n = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    if plan.strategy == "key":
+        cols = [_col(c) for c in plan.keys]
+        staged = df.repartition(n, *cols).sortWithinPartitions(*cols, time)
+    elif plan.strategy == "window":
+        b = F.col(BLOCK_COL)
+        staged = replicate_to_blocks(q, df, time_unit, block).repartition(n, b).sortWithinPartitions(b, time)
+    else:
+        staged = df.repartition(1).sortWithinPartitions(time)
+    return staged, k, plan
 
 
 def run_spark(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | None = None,
-              numeric: str = "int64") -> DataFrame:
+              numeric: str = "int64", window_block: int | None = None) -> DataFrame:
     """Distribute ``q`` over a Spark DataFrame; same columns and rows as the local run.
 
     Rows come back in one partition, ordered like the local result (by group,
-    then time).
+    then time). ``window_block``: see :func:`stage`.
     """
-    k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine)
-    plan = partition_plan(q)
-    cols = [F.col(f"`{c}`") for c in plan.keys]
-    time = F.col(f"`{q.time_col}`")
-    if plan.single:
-        staged = df.repartition(1).sortWithinPartitions(time)
-    else:
-        n = df.sparkSession.conf.get("spark.sql.shuffle.partitions")
-        staged = df.repartition(int(n), *cols).sortWithinPartitions(*cols, time)
+    staged, k, _ = stage(q, df, engine=engine, time_unit=time_unit, numeric=numeric, window_block=window_block)
     out = staged.mapInArrow(k, k.schema)
-    order = [F.col(f"`{c}`").asc_nulls_last() for c in q.group_labels]
+    order = [_col(c).asc_nulls_last() for c in q.group_labels]
     if q.window.kind == "slide":
         order.append(F.col("window_start"))
     elif q.window.kind == "emit":
-        order.append(F.col(f"`{q.time_col}`"))
+        order.append(_col(q.time_col))
     # orderBy would sample the mapInArrow output first and so run every kernel twice;
     # results are small (one row per group and window): gather them and sort in one task
     return out.repartition(1).sortWithinPartitions(*order) if order else out

@@ -522,3 +522,32 @@ def test_time_unit_ms_kernel():
     got = collect(k, kernel_order(k.query, df).to_arrow().to_batches(max_chunksize=64))
     assert_same(got, cepvec.run(text, df, time_unit="ms"))
     assert (got["window_start"] // 1000).to_list() == cepvec.run(text, ABCD)["window_start"].to_list()
+
+
+# --------------------------------------------------------------------------- window replication (window_col)
+
+
+def _replicate(df: pl.DataFrame, w: int, s: int, block: int) -> pl.DataFrame:
+    """Each event once per block of ``block`` windows [k*s, k*s + w), k >= 0, with a window containing it."""
+    rows = []
+    for r in df.iter_rows(named=True):
+        t = r["time"]
+        kmin, kmax = max(0, -(-(t - w + 1) // s)), t // s
+        rows += [{**r, "blk": j} for j in range(kmin // block, kmax // block + 1)] if kmin <= kmax else []
+    return pl.DataFrame(rows, schema={**df.schema, "blk": pl.Int64}).sort("blk", "time", maintain_order=True)
+
+
+@pytest.mark.parametrize(("text", "w", "s"), [
+    ("RETURN COUNT(*), SUM(B.x), AVG(C.v) PATTERN SEQ(A, B, C) WHERE [id] WITHIN 12 SLIDE 4", 12, 4),
+    ("RETURN COUNT(*), MIN(A.x) PATTERN SEQ(NOT D, A, B+, NOT C) WITHIN 7 SLIDE 3", 7, 3),
+    ("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE [id] WITHIN 3 SLIDE 5", 3, 5),
+])
+@pytest.mark.parametrize(("chunk", "block"), [(5, 1), (64, 2), (7, 5), (10**6, 100)])
+def test_block_replicated_kernel_gives_each_window_once(text, w, s, chunk, block):
+    for df in (ABCD, ABCD_TIES):
+        want = cepvec.run(text, df)
+        assert len(want)
+        k = cepvec.arrow_kernel.make_kernel(text, schema=dict(df.schema), block_col="blk", window_block=block)
+        batches = _replicate(df, w, s, block).to_arrow().to_batches(max_chunksize=chunk)
+        got = pl.from_arrow(pa.Table.from_batches(list(k(iter(batches))), schema=k.arrow_schema))
+        assert_same(got, want, f"{text}, {block} windows per block")

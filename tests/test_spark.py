@@ -10,6 +10,7 @@ compile in each Python worker ~5 s).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
@@ -121,9 +122,10 @@ def test_generated_data_spark_equals_local(frames, data, text):
 def test_no_group_by_runs_in_one_partition(frames):
     text = GENERATED[1][1]
     assert partition_plan(cepvec.compile(text)).single
+    assert "no parallelism" in cepvec.compile(text).explain()
     assert cepvec.run(text, frames["abcd"]).rdd.getNumPartitions() == 1
     grouped = partition_plan(cepvec.compile(GENERATED[0][1]))
-    assert grouped.keys == ("id",) and not grouped.single
+    assert grouped.strategy == "key" and grouped.keys == ("id",) and not grouped.single
 
 
 def test_run_executes_the_kernel_in_one_job(frames):
@@ -135,6 +137,95 @@ def test_run_executes_the_kernel_in_one_job(frames):
         sc.setLocalProperty("spark.jobGroup.id", None)
     jobs = sc.statusTracker().getJobIdsForGroup("cepvec-one-job")
     assert len(jobs) == 1, f"{len(jobs)} Spark jobs for one cepvec.run(...).collect()"
+
+
+# --------------------------------------------------------------------------- SLIDE without GROUP-BY: window replication
+
+# events at multiples of 5 (ties inside a time stamp and on every window boundary), a few before time 0
+_rng = np.random.default_rng(3)
+TIES = pl.DataFrame({
+    "type": _rng.choice(list("ABCD"), 400).tolist(),
+    "time": (_rng.integers(-2, 60, 400) * 5).tolist(),
+    "id": _rng.integers(0, 3, 400).tolist(),
+    "x": _rng.integers(0, 100, 400).tolist(),
+}).sort("time")
+REPLICATED = [
+    ("abcd", "RETURN COUNT(*), SUM(B.x), AVG(C.v) PATTERN SEQ(A, B, C) WHERE [id] WITHIN 20 SLIDE 10"),  # w = 2s
+    ("abcd", "RETURN COUNT(*), MIN(A.x), MAX(B.x) PATTERN SEQ(A, B+, C) WITHIN 7 SLIDE 3"),  # w not a multiple
+    ("abcd", "RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] WITHIN 6 SLIDE 10"),  # s > w: gaps
+    ("abcd", "RETURN COUNT(*), COUNT(A) PATTERN (SEQ(A+, B))+ WHERE [id] WITHIN 12 SLIDE 12"),  # tumbling
+    ("ties", "RETURN COUNT(*), SUM(A.x) PATTERN SEQ(A, B+, C) WITHIN 15 SLIDE 5"),  # ties on boundaries
+    ("ties", "RETURN COUNT(*) PATTERN SEQ(NOT D, A, B) WHERE [id] WITHIN 20 SLIDE 10"),  # negated start: k*s
+    ("ties", "RETURN COUNT(*), MAX(A.x) PATTERN SEQ(A, B, NOT D) WHERE [id] WITHIN 20 SLIDE 15"),  # end: k*s + w
+]
+DATA["ties"] = TIES
+
+
+@pytest.mark.parametrize(("data", "text"), REPLICATED, ids=[f"{d}:{t}" for d, t in REPLICATED])
+def test_slide_without_group_by_replicates_windows(spark, frames, data, text):
+    sdf = frames[data]
+    assert partition_plan(cepvec.compile(text)).strategy == "window"
+    res = cepvec.run(text, sdf)
+    local = cepvec.run(text, DATA[data])
+    assert len(local) > 0, "test data too sparse"
+    assert res.schema == declared_schema(spark, text, sdf)
+    got = pl.from_arrow(res.toArrow())
+    assert got.schema == local.schema
+    assert got.equals(local), f"{text}\nSpark:\n{got}\nlocal:\n{local}"  # same rows in the same order
+    # small blocks: many block boundaries inside the data
+    from cepvec.spark_adapter.run import run_spark
+
+    small = pl.from_arrow(run_spark(cepvec.compile(text), sdf, window_block=3).toArrow())
+    assert small.equals(local), f"{text} (3 windows per block)\nSpark:\n{small}\nlocal:\n{local}"
+
+
+def test_window_replication_with_timestamps_and_units(spark):
+    base = TIES.filter(pl.col("time") >= 0).with_columns(pl.col("time") * 1000 + 1_700_000_000_000)  # ms
+    q_ms = "RETURN COUNT(*), SUM(A.x) PATTERN SEQ(A, B, NOT D, C) WITHIN 20 s SLIDE 7 s"
+    got = pl.from_arrow(cepvec.run(q_ms, to_spark(spark, base), time_unit="ms").toArrow())
+    want = cepvec.run(q_ms, base, time_unit="ms")
+    assert len(want) and got.equals(want)
+    ts = base.with_columns(pl.col("time").cast(pl.Datetime("ms", "UTC")).dt.cast_time_unit("us"))
+    got_ts = cepvec.run(q_ms, to_spark(spark, ts))
+    assert got_ts.schema["window_start"].dataType == T.TimestampType()
+    assert_frames_equal(got_ts.toPandas(), cepvec.run(q_ms, ts).to_pandas(), "TIMESTAMP")
+    # TIMESTAMP_NTZ: windows of the wall-clock value, whatever the session time zone
+    ntz = to_spark(spark, base).withColumn(
+        "time", F.expr("timestampadd(MILLISECOND, time, TIMESTAMP_NTZ'1970-01-01 00:00:00')"))
+    assert ntz.schema["time"].dataType == T.TimestampNTZType()
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        got_ntz = cepvec.run(q_ms, ntz).select(F.unix_micros("window_start").alias("us"), "`COUNT(*)`").collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert [(r["us"] // 1000, r["COUNT(*)"]) for r in got_ntz] == list(zip(want["window_start"], want["COUNT(*)"]))
+
+
+@pytest.mark.parametrize("block", [None, 1])  # default blocks (~32 window lengths); one block per window
+def test_window_replication_partitions_by_block(spark, frames, block):
+    from cepvec.spark_adapter.run import BLOCK_COL, run_spark, stage
+
+    text = "RETURN COUNT(*), SUM(A.x) PATTERN SEQ(A, B+, C) WITHIN 15 SLIDE 5"
+    q = cepvec.compile(text)
+    sdf = frames["ties"]
+    staged, k, plan = stage(q, sdf, window_block=block)
+    assert plan.block == 96 and k.block_col == BLOCK_COL and k.window_block == (block or 96)
+    assert "blocks of 96 consecutive windows" in q.explain()
+    physical = staged._jdf.queryExecution().executedPlan().toString()
+    assert f"hashpartitioning({BLOCK_COL}" in physical and "Generate explode" in physical, physical
+    # every event once per block of B windows [5k, 5k + 15), k >= 0, holding a window that contains it
+    B = block or 96
+    want = 0
+    for t in TIES["time"].to_list():
+        kmin, kmax = max(0, -(-(t - 14) // 5)), t // 5
+        want += len(range(kmin // B, kmax // B + 1)) if kmin <= kmax else 0
+    assert staged.count() == want
+    where = staged.select(BLOCK_COL, F.spark_partition_id().alias("p")).distinct().toPandas()
+    assert where[BLOCK_COL].is_unique  # each block in exactly one partition
+    if block == 1:  # ceil(w/s) = 3 copies of an event, the windows spread over the partitions
+        assert want > 2.5 * len(TIES.filter(pl.col("time") >= 0)) and where["p"].nunique() > 1
+    got = pl.from_arrow(run_spark(q, sdf, window_block=block).toArrow())
+    assert got.equals(cepvec.run(text, TIES))
 
 
 # --------------------------------------------------------------------------- mapInArrow as a user writes it

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
 import cepvec  # noqa: E402
-from cepvec.generators import sequence_abcd, stock_trades  # noqa: E402
+from cepvec.generators import sequence_abcd, stock_trades, traffic  # noqa: E402
 from cepvec.spark_adapter import partition_plan  # noqa: E402
 
 from .conftest import load_shared_cases  # noqa: E402
@@ -97,11 +97,19 @@ GENERATED = [
               "GROUP-BY sector WITHIN 20 SLIDE 10"),
     ("stock", "RETURN side, sector, COUNT(*), SUM(S.volume), AVG(S.price) PATTERN Stock S+ WHERE [company] "
               "AND S.price < NEXT(S).price GROUP-BY side, sector WITHIN 15 EMIT CHANGES"),
+    # GRETA Q3: qualified equivalence, accidents broadcast to every vehicle of their segment
+    ("traffic", "RETURN segment, COUNT(*), AVG(P.speed), MAX(P.speed) PATTERN SEQ(NOT Accident A, Position P+) "
+                "WHERE [P.vehicle, segment] AND P.speed > NEXT(P).speed GROUP-BY segment WITHIN 2 minutes "
+                "SLIDE 1 minute"),
+    # predecessor scan: an edge predicate the Fenwick path refuses, WITHIN alone
+    ("stock", "RETURN sector, COUNT(*), MIN(S.price) PATTERN Stock S+ WHERE [company, sector] AND "
+              "S.price != NEXT(S).price GROUP-BY sector WITHIN 12"),
 ]
 # string group values with nulls (Spark sorts nulls first, cepvec.run orders them last)
 ABCD_NULLS = ABCD.with_columns(
     pl.when(pl.col("id") == 0).then(None).otherwise(pl.format("dev-{}", "id")).alias("id"))
-DATA = {"abcd": ABCD, "stock": STOCK, "abcd_nulls": ABCD_NULLS}
+TRAFFIC = traffic(n_events=1200, seed=3, n_vehicles=8, n_segments=3, accident_rate=0.02)
+DATA = {"abcd": ABCD, "stock": STOCK, "abcd_nulls": ABCD_NULLS, "traffic": TRAFFIC}
 
 
 @pytest.fixture(scope="module")

@@ -212,7 +212,7 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
 
 
 def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time",
-           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto"):
+           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", order: str = "group"):
     """A picklable function for ``df.mapInArrow(k, k.schema)``.
 
     Parameters
@@ -224,6 +224,11 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
         group values are strings, times integers and sums doubles.
     type_col, time_col, time_unit, numeric, engine
         As in :func:`compile` and :func:`run`.
+    order : "group" or "time"
+        How each partition is sorted: ``"group"``, by (GROUP-BY attributes,
+        time), one engine run per GROUP-BY value; ``"time"``, by time alone,
+        one engine run for the whole partition (cheaper with many small
+        groups; what ``cepvec.run`` on Spark uses).
 
     Returns
     -------
@@ -236,7 +241,8 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     -----
     Each call (Spark partition) must hold every event of its GROUP-BY values,
     ordered by (GROUP-BY attributes, time): ``df.repartition(*group)
-    .sortWithinPartitions(*group, time)``. Unordered input raises
+    .sortWithinPartitions(*group, time)`` (with ``order="time"``:
+    ``.sortWithinPartitions(time)``). Unordered input raises
     :class:`CepvecDataError`. See ``docs/spark.md``.
 
     Examples
@@ -248,7 +254,7 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     from .arrow_kernel import make_kernel
 
     return make_kernel(query, schema=schema, type_col=type_col, time_col=time_col,
-                       time_unit=time_unit, numeric=numeric, engine=engine)
+                       time_unit=time_unit, numeric=numeric, engine=engine, order=order)
 
 
 __all__ = ["compile", "run", "matches", "kernel"]

@@ -108,6 +108,9 @@ class Kernel:
     # of block j keeps windows j*B .. j*B + B - 1
     block_col: str | None = None
     window_block: int = 1
+    # "group": rows ordered by (GROUP-BY, time), one engine run per GROUP-BY value; "time": rows
+    # ordered by time alone, one engine run per call (the engines group internally)
+    order: str = "group"
 
     @property
     def query(self) -> Query:
@@ -137,7 +140,7 @@ class Kernel:
 
 def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "time",
                 time_unit: str | None = None, numeric: str = "int64", engine: str = "auto",
-                block_col: str | None = None, window_block: int = 1) -> Kernel:
+                block_col: str | None = None, window_block: int = 1, order: str = "group") -> Kernel:
     """See :func:`cepvec.kernel`."""
     from .api import compile
     from .engines import resolve_engine
@@ -164,8 +167,13 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
         raise CepvecPlanError(f"block_col needs a WITHIN ... SLIDE query; this one's window is {q.window.kind!r}")
     if not isinstance(window_block, int) or window_block < 1:
         raise CepvecPlanError(f"window_block must be a positive integer; found {window_block!r}")
+    if order not in ("group", "time"):
+        raise CepvecPlanError(f"order must be 'group' (partitions sorted by GROUP-BY values, then time) or "
+                              f"'time' (sorted by time alone); found {order!r}")
+    if order == "time" and block_col is not None:
+        raise CepvecPlanError("order='time' cannot be combined with window replication (block_col)")
     return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types, typed=schema is not None,
-                  block_col=block_col, window_block=window_block)
+                  block_col=block_col, window_block=window_block, order=order)
 
 
 def _polars_types(schema) -> dict:
@@ -189,7 +197,8 @@ def process_batches(batches, k: Kernel):
     q = k.query
     engine = resolve_engine(q, k.engine, k.input_schema if k.typed else None)
     out_schema = k.arrow_schema
-    group = list(q.group_by)  # run key: one engine run per GROUP-BY value (and block of window ids)
+    # run key: one engine run per GROUP-BY value (and block of window ids), or per call (order="time")
+    group = list(q.group_by) if k.order == "group" else []
     order_text = ", ".join(group + [q.time_col])
     if k.block_col is not None:
         group.append(k.block_col)

@@ -106,8 +106,10 @@ def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | Non
     if plan.strategy == "window":
         _, w, s = slide_units(q, df, time_unit)
         block = window_block or default_window_block(w, s)
+    # partitions by key are sorted by time alone: one engine run per partition, however many keys
     k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine,
-                    block_col=BLOCK_COL if block else None, window_block=block or 1)
+                    block_col=BLOCK_COL if block else None, window_block=block or 1,
+                    order="time" if plan.strategy == "key" else "group")
     # only the columns the query reads cross to Python
     needed = [c for c in df.columns if c in {q.type_col, q.time_col, *q.attributes}]
     df = df.select(*[_col(c) for c in needed])
@@ -115,7 +117,7 @@ def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | Non
     n = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     if plan.strategy == "key":
         cols = [_col(c) for c in plan.keys]
-        staged = df.repartition(n, *cols).sortWithinPartitions(*cols, time)
+        staged = df.repartition(n, *cols).sortWithinPartitions(time)
     elif plan.strategy == "window":
         b = F.col(BLOCK_COL)
         staged = replicate_to_blocks(q, df, time_unit, block).repartition(n, b).sortWithinPartitions(b, time)

@@ -551,3 +551,29 @@ def test_block_replicated_kernel_gives_each_window_once(text, w, s, chunk, block
         batches = _replicate(df, w, s, block).to_arrow().to_batches(max_chunksize=chunk)
         got = pl.from_arrow(pa.Table.from_batches(list(k(iter(batches))), schema=k.arrow_schema))
         assert_same(got, want, f"{text}, {block} windows per block")
+
+
+# --------------------------------------------------------------------------- order="time"
+
+@pytest.mark.parametrize("text", [
+    "RETURN id, COUNT(*), SUM(B.x), MAX(A.x) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 20 SLIDE 10",
+    "RETURN id, COUNT(*) PATTERN SEQ(A, NOT D, C) GROUP-BY id WITHIN 12 EMIT CHANGES",
+    "RETURN site, COUNT(*), AVG(A.v) PATTERN (SEQ(A+, B))+ WHERE [id] GROUP-BY site WITHIN 25",
+])
+@pytest.mark.parametrize("chunk", [None, 37])
+def test_time_ordered_kernel_runs_all_groups_in_one_engine(text, chunk):
+    """order="time": groups interleaved in time order (what cepvec.run on Spark sends); one engine run."""
+    table = ABCD_TIES.sort("time", maintain_order=True).to_arrow()
+    k = cepvec.kernel(text, table.schema, order="time")
+    got = collect(k, table.to_batches(max_chunksize=chunk))
+    want = cepvec.run(text, ABCD_TIES)
+    assert len(want) > 0
+    assert_same(got.sort(got.columns, nulls_last=True), want.sort(want.columns, nulls_last=True), text)
+
+
+def test_time_ordered_kernel_checks_time_order_and_its_option():
+    k = cepvec.kernel(GROUPED, batch(["A"], [1], [0]).schema, order="time")
+    with pytest.raises(CepvecDataError, match=re.escape("row 2 goes back in time; sort each partition by (time)")):
+        list(k(iter([batch(["A", "B", "A"], [5, 6, 4], [0, 1, 0])])))
+    with pytest.raises(CepvecError, match="order must be 'group'"):
+        cepvec.kernel(GROUPED, order="id")

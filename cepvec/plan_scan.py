@@ -28,7 +28,7 @@ import polars as pl
 from . import ast as A
 from .errors import UnsupportedByEngine
 from .kernels import scan as K
-from .plan_linear import Component, top_negations
+from .plan_linear import Component, plan_components, top_negations
 from .query import Query, iter_refs
 
 MAX_OCCS = 62  # occurrences are bits of an int64
@@ -62,26 +62,18 @@ def plan_aggregates(q: Query):
     Returns ``(components, comp_of_agg, minmax)``: ``comp_of_agg[j]`` the components aggregate j
     reads (empty for COUNT(*) and MIN/MAX); ``minmax`` a list of ``(agg index, occs, attr)``.
     """
-    comps: list[Component] = []
+    every, every_of_agg = plan_components(q)
+    keep = [j for j, c in enumerate(every) if c.kind not in ("min", "max")]  # MIN/MAX: not linear here
+    new_index = {j: i for i, j in enumerate(keep)}
+    comps = [every[j] for j in keep]
     comp_of_agg: list[tuple[int, ...]] = []
     minmax: list[tuple[int, tuple[int, ...], str]] = []
-    for j, a in enumerate(q.aggs):
-        wanted: list[Component] = []
+    for j, (a, idx) in enumerate(zip(q.aggs, every_of_agg)):
         if a.func in ("MIN", "MAX"):
             minmax.append((j, tuple(sorted(a.occs)), a.attr))
-        elif a.star:
-            pass
-        elif a.func == "COUNT":
-            wanted = [Component("count", tuple(sorted(a.occs)), None)]
+            comp_of_agg.append(())
         else:
-            wanted = [Component("sum", tuple(sorted(a.occs)), a.attr),
-                      Component("nonnull", tuple(sorted(a.occs)), a.attr)]
-        idx: list[int] = []
-        for c in wanted:
-            if c not in comps:
-                comps.append(c)
-            idx.append(comps.index(c))
-        comp_of_agg.append(tuple(idx))
+            comp_of_agg.append(tuple(new_index[i] for i in idx))
     return comps, comp_of_agg, minmax
 
 

@@ -76,7 +76,8 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     engine : {"auto", "aseq", "greta", "reference"}
         ``"auto"`` picks the fastest engine that supports the query (see
         ``Query.explain()``); ``"aseq"`` forces the fixed-length sequence
-        engine, ``"greta"`` the trend engine (Kleene and fixed-length);
+        engine (it refuses Kleene patterns), ``"greta"`` the trend engine
+        (Kleene and fixed-length; both share the kernels);
         ``"reference"`` builds every match (small inputs only).
     time_unit : {"s", "ms", "us", "ns"}, optional
         Unit of an integer time column (default seconds). Timestamp columns

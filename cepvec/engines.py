@@ -31,7 +31,7 @@ def engine_support(q: Query, engine: str, schema: dict | None = None) -> str | N
         q = unqualified_query(q)
     if engine == "aseq" and q.is_kleene:
         return "the pattern has Kleene plus; A-Seq handles fixed-length SEQ only (use engine='greta')"
-    if engine == "greta":
+    if engine in ("aseq", "greta"):  # aseq: the same paths, fixed-length patterns only
         if greta_path(q, schema) is not None:
             return None
         from .plan_scan import unsupported_reason as scan_reason
@@ -93,7 +93,7 @@ def run_class(q: Query, engine: str, schema: dict | None = None):
     """The streaming run class (``push``/``finish``/``clone_partitions``) of a resolved
     non-reference engine, for input with column types ``schema`` when known."""
     cls = None
-    if engine == "greta":
+    if engine in ("aseq", "greta"):
         path = greta_path(q, schema)
         if path == "trend":
             cls = _trend_or_scan
@@ -134,24 +134,25 @@ def choose_engine(q: Query, schema: dict | None = None) -> tuple[str, str]:
         name, reason = choose_engine(unqualified_query(q), schema)
         return (name, reason + "; qualified equivalence " + ", ".join(e.text for e in q.qualified_equivalences)
                 + ": events of the other variables are copied to every partition of their key (cepvec/qualified.py)")
-    if not q.is_kleene and not q.edges and linear_reason(q, schema) is None:
+    name = "greta" if q.is_kleene else "aseq"
+    path = greta_path(q, schema)
+    if path == "linear" and name == "aseq":
         return ("aseq", "fixed-length sequence: prefix counters as linear maps over a two-stack "
                         "sliding-window aggregator (Numba), cost per event independent of the window")
-    path = greta_path(q, schema)
     if path == "linear":
         return ("greta", "Kleene pattern: per-state trend aggregates as linear maps over a two-stack "
                          "sliding-window aggregator (Numba), cost per event independent of the window")
     if path == "trend":
-        return ("greta", "edge predicates: GRETA per-event trend aggregates, predecessors found per transition "
-                         "by a Fenwick tree over ranked keys or a running sum (Numba), O(log n) per event and "
-                         "open window")
+        return (name, "edge predicates: GRETA per-event trend aggregates, predecessors found per transition "
+                      "by a Fenwick tree over ranked keys or a running sum (Numba), O(log n) per event and "
+                      "open window")
     if path == "scan":
         from .plan_trend import unsupported_reason as trend_reason
 
         why = trend_reason(q) if q.edges else linear_reason(q, schema)
-        return ("greta", "GRETA predecessor scan: per-event trend aggregates, each event scans its "
-                         "predecessors and evaluates the edge predicates (Numba), O(n) per event, O(n^2) per "
-                         f"partition; the faster paths do not support {why}")
+        return (name, "GRETA predecessor scan: per-event trend aggregates, each event scans its "
+                      "predecessors and evaluates the edge predicates (Numba), O(n) per event, O(n^2) per "
+                      f"partition; the faster paths do not support {why}")
     why = engine_support(q, "greta", schema)
     return ("reference", f"the Numba engines do not support {why}; the match-constructing reference "
                          "engine answers every query but is exponential in the number of matches")

@@ -115,7 +115,7 @@ def explain(q) -> str:
     from .arrow_kernel import partition_plan
 
     lines.append(f"on Spark (cepvec.run): {partition_plan(q).why}")
-    if name == "greta":
+    if name in ("aseq", "greta"):
         from .engines import greta_path
 
         path = greta_path(q)
@@ -139,6 +139,6 @@ def explain(q) -> str:
                 for t in n.template.transitions:
                     how = describe_transition(q.edges.get((t.src, t.dst), ()))
                     lines.append(f"    [{t.src}] {occ[t.src].name} -> [{t.dst}] {occ[t.dst].name}: {how}")
-        else:
+        elif name == "greta":
             lines.append("greta linear-map path: per-state totals, no per-event predecessors")
     return "\n".join(lines)

@@ -92,10 +92,12 @@ def test_exhaustive_tiny_streams(shape, window):
             f"WHERE [sid] AND {edge} GROUP-BY sid {window}")
     q = cepvec.compile(text)
     assert uses_trend_path(q) and engine_support(q, "greta") is None, engine_support(q, "greta")
-    assert choose_engine(q)[0] == "greta"
+    assert choose_engine(q)[0] == ("greta" if q.is_kleene else "aseq")  # fixed-length: aseq, same kernels
     want = _rows(cepvec.run(q, TINY, engine="reference"))
     got = _rows(cepvec.run(q, TINY, engine="greta"))
     assert rows_differ(got, want) is None, f"{text}: {rows_differ(got, want)}"
+    if not q.is_kleene:
+        assert _rows(cepvec.run(q, TINY, engine="aseq")) == got
     assert want or window  # without a window every shape has matches here
 
 
@@ -359,13 +361,17 @@ def test_string_keys_run_on_the_scan_path():
     assert cepvec.run(q, df)["COUNT(*)"].to_list() == want
 
 
-def test_aseq_stays_linear_and_greta_takes_edge_sequences():
+def test_aseq_takes_edge_sequences_on_the_trend_path():
+    """A-Seq's edge predicates between adjacent variables (a.x < b.x): the Fenwick path, under either name."""
     q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE a.x < b.x")
-    assert "edge predicates" in engine_support(q, "aseq")
-    assert engine_support(q, "greta") is None
-    assert choose_engine(q)[0] == "greta"
+    assert engine_support(q, "aseq") is None and engine_support(q, "greta") is None
+    assert uses_trend_path(q) and choose_engine(q)[0] == "aseq"
+    df = pl.DataFrame({"type": ["A", "A", "B", "B"], "time": [1, 2, 3, 4], "x": [5, 1, 3, 9]})
+    assert cepvec.run(q, df, engine="aseq")["COUNT(*)"].to_list() == [3]
     q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b)")
     assert choose_engine(q)[0] == "aseq" and not uses_trend_path(q)
+    q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.x < NEXT(A).x")
+    assert "Kleene" in engine_support(q, "aseq") and choose_engine(q)[0] == "greta"
 
 
 def test_explain_names_the_path_of_each_transition():

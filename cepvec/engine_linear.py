@@ -28,6 +28,7 @@ from .errors import CepvecDataError, CepvecOverflowError
 from .frontend import Prepared
 from .kernels import linear as K
 from .plan_linear import LinearPlan
+from .partitions import Partitions
 from .polars_expr import predicate_mask
 
 STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
@@ -60,7 +61,7 @@ def _pool(n: int) -> ThreadPoolExecutor:
     return _POOL
 
 
-class LinearStream:
+class LinearStream(Partitions):
     """Incremental evaluation of one query with the linear-map kernels."""
 
     def __init__(self, plan: LinearPlan, *, state: str, w: int | None, s: int | None,
@@ -75,13 +76,7 @@ class LinearStream:
         if kind == "emit" and w is None:
             self.mode = K.MODE_EMIT_UNBOUNDED
         self.dtype = STATE_DTYPES[state]
-        # float keys: NaN does not join to NaN, so keys hold (value with NaN as null, is-NaN flag)
-        self.float_keys = [c for c, dt in key_schema.items() if dt.is_float()]
-        ks = dict(key_schema)
-        for c in self.float_keys:
-            ks[c + "__nan"] = pl.Boolean
-        self.key_cols = list(ks)
-        self.keys = pl.DataFrame(schema={**ks, "__pid": pl.Int64})
+        Partitions.__init__(self, self.q, key_schema)
         # a single integer key column: dense ids from a Numba hash table
         self.int_key = None
         if len(key_schema) == 1:
@@ -259,28 +254,12 @@ class LinearStream:
 
     # -------------------------------------------------------------- partitions
     def _partition_ids(self, df: pl.DataFrame) -> np.ndarray:
-        cols = self.key_cols
-        if not cols:
-            if len(self.keys) == 0:
-                self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
-                self._grow(1)
-            return np.zeros(len(df), np.int64)
         if self.int_key is not None:
             col = df[self.int_key]
             if col.null_count() == 0:
                 return self._int_partition_ids(col)
         self._tab_n = -1
-        df = df.select(self.key_exprs())
-        uniq = df.unique(maintain_order=True)
-        known = uniq.join(self.keys, on=cols, how="left", nulls_equal=True)
-        new = known.filter(pl.col("__pid").is_null()).select(cols)
-        if len(new):
-            start = len(self.keys)
-            new = new.with_columns(pl.int_range(start, start + len(new), dtype=pl.Int64).alias("__pid"))
-            self.keys = pl.concat([self.keys, new.cast(self.keys.schema)], how="vertical")
-            self._grow(len(self.keys))
-        return (df.join(self.keys, on=cols, how="left", nulls_equal=True,
-                        maintain_order="left")["__pid"].to_numpy())
+        return self.ids(df)
 
     def _int_partition_ids(self, col: pl.Series) -> np.ndarray:
         c = self.int_key
@@ -318,24 +297,8 @@ class LinearStream:
             self._tab_n = len(self.keys)
         return ids
 
-    def key_exprs(self) -> list[pl.Expr]:
-        out = []
-        for c in self.q.partition_by:
-            if c in self.float_keys:
-                out += [pl.col(c).fill_nan(None).alias(c), pl.col(c).is_nan().fill_null(False).alias(c + "__nan")]
-            else:
-                out.append(pl.col(c))
-        return out
-
-    def group_frame(self) -> pl.DataFrame:
-        """Partition id and the original GROUP-BY values (NaN restored)."""
-        exprs = [pl.col("__pid")]
-        for g in self.q.group_by:
-            if g in self.float_keys:
-                exprs.append(pl.when(pl.col(g + "__nan")).then(float("nan")).otherwise(pl.col(g)).alias(g))
-            else:
-                exprs.append(pl.col(g))
-        return self.keys.select(exprs)
+    def _on_new_keys(self) -> None:
+        self._grow(len(self.keys))
 
     def _v0(self) -> np.ndarray:
         """The initial state vector in this stream's semiring (its ones are the semiring's one)."""
@@ -560,9 +523,8 @@ class LinearStream:
         self.carry = {"t": ev_t[idx], "prog": ev_prog[idx], "w": ev_w[idx], "pid": pid}
 
     def _raise_overflow(self, pid: int, t: int):
-        key = self.keys.filter(pl.col("__pid") == pid).drop("__pid").to_dicts()
         raise CepvecOverflowError(
-            f"an exact int64 count or sum overflows in partition {key[0] if key else {}} near time {t} "
+            f"an exact int64 count or sum overflows in partition {self.describe(pid)} near time {t} "
             f"for query {' '.join(self.q.text.split())!r}; pass numeric='float64' for approximate results")
 
     # -------------------------------------------------------------- results

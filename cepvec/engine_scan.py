@@ -4,7 +4,7 @@
 and :class:`cepvec.engine_trend.TrendRun`: ``push(df, times)`` any number of
 time-ordered batches, then ``finish(prep)``; the result does not depend on the
 cuts. Partition ids come from the trend path's
-:class:`cepvec.engine_trend._Partitions`, and the last time stamp of a batch
+:class:`cepvec.partitions.Partitions`, and the last time stamp of a batch
 is held back as there (ties are processed together).
 
 * No window (and EMIT CHANGES without WITHIN): every earlier event of a
@@ -74,7 +74,7 @@ class ScanRun:
     """One query over one time-ordered stream on the predecessor-scan path."""
 
     def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
-        from .engine_trend import _Partitions
+        from .partitions import Partitions
 
         self.q = q
         self.plan: ScanPlan = build(q)
@@ -91,7 +91,7 @@ class ScanRun:
         # without one every earlier event is a predecessor, so the batches are kept until finish
         self.incremental = self.mode in (K.MODE_WITHIN, K.MODE_EMIT, K.MODE_SLIDE)
         self.programs = Programs(q, self.plan, self.schema)  # raises UnsupportedByEngine on bad types
-        self.parts = _Partitions(q, {c: self.schema[c] for c in q.partition_by})
+        self.parts = Partitions(q, {c: self.schema[c] for c in q.partition_by})
         self.frames: list[pl.DataFrame] = []  # kept batches (no window) or the carried events
         self.held: pl.DataFrame | None = None
         self.done = _NEG  # results are final (emitted) up to this bound (see _scan)

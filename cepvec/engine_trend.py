@@ -24,68 +24,11 @@ from .errors import CepvecDataError, CepvecOverflowError, CepvecPlanError, Unsup
 from .frontend import Prepared
 from .kernels import trend as K
 from .plan_trend import TrendPlan, build
+from .partitions import Partitions
 from .polars_expr import predicate_mask, to_polars
 
 _BIG = np.iinfo(np.int64).max // 4
 _EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid")
-
-
-class _Partitions:
-    """Dense partition ids for the partition keys (GROUP-BY plus unqualified equivalences).
-
-    Float keys: NaN does not join to NaN, so keys hold (value with NaN as null, is-NaN flag).
-    """
-
-    def __init__(self, q, key_schema: dict):
-        self.q = q
-        self.float_keys = [c for c, dt in key_schema.items() if dt.is_float()]
-        ks = dict(key_schema)
-        for c in self.float_keys:
-            ks[c + "__nan"] = pl.Boolean
-        self.key_cols = list(ks)
-        self.keys = pl.DataFrame(schema={**ks, "__pid": pl.Int64})
-
-    def __len__(self) -> int:
-        return max(len(self.keys), 1)
-
-    def key_exprs(self) -> list[pl.Expr]:
-        out = []
-        for c in self.q.partition_by:
-            if c in self.float_keys:
-                out += [pl.col(c).fill_nan(None).alias(c), pl.col(c).is_nan().fill_null(False).alias(c + "__nan")]
-            else:
-                out.append(pl.col(c))
-        return out
-
-    def ids(self, df: pl.DataFrame) -> np.ndarray:
-        cols = self.key_cols
-        if not cols:
-            if len(self.keys) == 0:
-                self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
-            return np.zeros(len(df), np.int64)
-        df = df.select(self.key_exprs())
-        uniq = df.unique(maintain_order=True)
-        known = uniq.join(self.keys, on=cols, how="left", nulls_equal=True)
-        new = known.filter(pl.col("__pid").is_null()).select(cols)
-        if len(new):
-            start = len(self.keys)
-            new = new.with_columns(pl.int_range(start, start + len(new), dtype=pl.Int64).alias("__pid"))
-            self.keys = pl.concat([self.keys, new.cast(self.keys.schema)], how="vertical")
-        return df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"].to_numpy()
-
-    def group_frame(self) -> pl.DataFrame:
-        """Partition id and the original GROUP-BY values (NaN restored)."""
-        exprs = [pl.col("__pid")]
-        for g in self.q.group_by:
-            if g in self.float_keys:
-                exprs.append(pl.when(pl.col(g + "__nan")).then(float("nan")).otherwise(pl.col(g)).alias(g))
-            else:
-                exprs.append(pl.col(g))
-        return self.keys.select(exprs)
-
-    def describe(self, pid: int) -> dict:
-        key = self.keys.filter(pl.col("__pid") == pid).drop("__pid").to_dicts()
-        return key[0] if key else {}
 
 
 def _domain(dt) -> str | None:
@@ -141,7 +84,7 @@ class TrendStream:
                     "and times only. Use engine='reference'")
             self.keyed.append((k, kx, tx, "float" if "float" in doms else "int"))
         key_schema = {c: schema[c] for c in q.partition_by}
-        self.parts = _Partitions(q, key_schema)
+        self.parts = Partitions(q, key_schema)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict | None = None  # SLIDE: events still inside an open window
         nri, nrf = 1 + len(self.main_comps), len(self.float_comps)

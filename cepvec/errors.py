@@ -88,7 +88,7 @@ class CepvecQueryError(CepvecError, ValueError):
 
 
 class NotSupportedError(CepvecQueryError):
-    """A construct outside the semantics contract (``SEMANTICS.md``)."""
+    """A construct outside the semantics contract (``docs/semantics.md``)."""
 
 
 class CepvecPlanError(CepvecError, ValueError):

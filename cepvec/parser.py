@@ -1,6 +1,6 @@
 """Recursive-descent parser: query text -> :class:`cepvec.ast.QueryAst`.
 
-Three surface forms are accepted and mean the same (``SEMANTICS.md``):
+Three surface forms are accepted and mean the same (``docs/semantics.md``):
 
 * GRETA:  ``RETURN … PATTERN … [WHERE …] [GROUP-BY …] [WITHIN … [SLIDE …]] [EMIT CHANGES]``
 * SASE:   ``EVENT … [WHERE …] [WITHIN … [SLIDE …]] [RETURN …]``

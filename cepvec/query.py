@@ -432,7 +432,7 @@ class _Compiler:
                         raise self.err(
                             NotSupportedError,
                             f"not supported: {what} at the {where} of a SEQ nested inside {inside}; "
-                            "SEMANTICS.md defines negated start and end only for the whole pattern. "
+                            "docs/semantics.md defines negated start and end only for the whole pattern. "
                             "Move the NOT between two positive parts", span)
                     self.check_neg_positions(it.body, top=False, inside="another NOT")
                 else:

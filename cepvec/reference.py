@@ -7,7 +7,7 @@ then applies windows, negated start/end and aggregates. It shares no code
 with :mod:`cepvec.kernels`.
 
 Inputs are plain Python rows (``dict`` per event) that the front end has
-validated: integer times, known columns. See ``SEMANTICS.md`` and
+validated: integer times, known columns. See ``docs/semantics.md`` and
 ``docs/semantics.md`` for the meaning implemented here.
 """
 

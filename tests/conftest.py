@@ -14,16 +14,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_CASES = ROOT.parent / "shared" / "cases"
+CASES_DIR = Path(__file__).resolve().parent / "fixtures" / "cases"
 LOCAL_ENGINES = ["reference", "aseq", "greta"]
 
 
 def load_shared_cases() -> list[dict]:
-    """The worked cases in ../shared/cases (the tests read them from there)."""
-    files = sorted(SHARED_CASES.glob("*.json"))
+    """The worked cases in tests/fixtures/cases (the GRETA paper's Figures 6 and 12)."""
+    files = sorted(CASES_DIR.glob("*.json"))
     if not files:
-        raise FileNotFoundError(
-            f"no case files found in {SHARED_CASES}; the repository expects ../shared/cases beside it")
+        raise FileNotFoundError(f"no case files found in {CASES_DIR}")
     return [json.loads(f.read_text()) | {"_file": f.name} for f in files]
 
 

@@ -1,13 +1,12 @@
-"""The shared worked cases (../shared/cases) on every local engine and every input format.
+"""The worked cases (tests/fixtures/cases) on every local engine and every input format.
 
-Each JSON case is read from ../shared/cases through ``load_shared_cases()``
-(never copied into this repository). A case is run as
+Each JSON case is read from tests/fixtures/cases through ``load_shared_cases()``. A case is run as
 
     run(case["query"], <events>, engine=engine)
 
 with the events given as a Polars DataFrame, a pyarrow Table and a pandas
 DataFrame, and the result must equal ``expected`` as a multiset of rows
-(AVG within 1e-9, see ``cases/README.md``). ``expected_match_count`` is
+(AVG within 1e-9, see ``tests/fixtures/cases/README.md``). ``expected_match_count`` is
 checked against the number of distinct matches ``cepvec.matches`` lists.
 """
 

@@ -16,7 +16,7 @@ from cepvec.cli import format_table, main
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# SEMANTICS.md worked example: (SEQ(A+, B))+ over a1, b2, a3, a4, b7.
+# docs/semantics.md worked example: (SEQ(A+, B))+ over a1, b2, a3, a4, b7.
 WORKED = pl.DataFrame({"type": ["A", "B", "A", "A", "B"], "time": [1, 2, 3, 4, 7],
                        "attr": [5, 0, 6, 4, 0]})
 WORKED_QUERY = "RETURN COUNT(*), COUNT(A), SUM(A.attr), AVG(A.attr) PATTERN (SEQ(A+, B))+"

@@ -57,13 +57,13 @@ SEMANTIC_ERRORS = [
     ("RETURN COUNT(*) PATTERN SEQ(NOT A)", CepvecQueryError,
      "SEQ(...) needs at least one positive (non-negated) part", (1, 25), "SEQ(NOT A)"),
     ("RETURN COUNT(*) PATTERN (SEQ(NOT C, A, B))+", NotSupportedError,
-     "not supported: NOT C at the start of a SEQ nested inside Kleene plus; SEMANTICS.md defines negated "
+     "not supported: NOT C at the start of a SEQ nested inside Kleene plus; docs/semantics.md defines negated "
      "start and end only for the whole pattern. Move the NOT between two positive parts", (1, 30), "NOT C"),
     ("RETURN COUNT(*) PATTERN SEQ(A, NOT SEQ(C, D, NOT E), B)", NotSupportedError,
-     "not supported: NOT E at the end of a SEQ nested inside another NOT; SEMANTICS.md defines negated "
+     "not supported: NOT E at the end of a SEQ nested inside another NOT; docs/semantics.md defines negated "
      "start and end only for the whole pattern. Move the NOT between two positive parts", (1, 46), "NOT E"),
     ("RETURN COUNT(*) PATTERN SEQ(A, (SEQ(A, B, NOT E, NOT F))+, B)", NotSupportedError,
-     "not supported: NOT E, NOT F at the end of a SEQ nested inside Kleene plus; SEMANTICS.md defines negated "
+     "not supported: NOT E, NOT F at the end of a SEQ nested inside Kleene plus; docs/semantics.md defines negated "
      "start and end only for the whole pattern. Move the NOT between two positive parts", (1, 43),
      "NOT E, NOT F"),
     ("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x < c.x", CepvecQueryError,

@@ -408,7 +408,7 @@ def _seventy_a() -> pl.DataFrame:
 @pytest.mark.parametrize("engine", ["greta", "auto"])
 def test_kleene_count_overflow_raises(engine):
     # A+ over 70 A events with distinct times has 2^70 - 1 trends (every non-empty subset);
-    # SEMANTICS.md: nothing ever wraps around silently. (The reference engine would have to
+    # docs/semantics.md: nothing ever wraps around silently. (The reference engine would have to
     # build 2^70 matches; its overflow check is exercised on the SUM path below.)
     q = "RETURN COUNT(*) PATTERN A+"
     with pytest.raises(CepvecOverflowError) as info:
@@ -624,7 +624,7 @@ def test_emit_changes_rows_only_at_end_events_with_a_match(engine):
 
 
 def test_equality_predicate_with_nulls_is_false(engine):
-    # SEMANTICS.md: "A comparison with a null attribute is false". A.id = B.id is an edge
+    # docs/semantics.md: "A comparison with a null attribute is false". A.id = B.id is an edge
     # predicate; with null ids it never holds, exactly like A.id <= B.id.
     # BUG: the compiler rewrites A.id = B.id (and A.id = NEXT(A).id) into the equivalence test [id],
     # under which null ids form their own partition and DO match: 2 matches instead of 0 here,
@@ -698,7 +698,7 @@ def test_not_at_start_or_end_only_for_the_whole_pattern():
     with pytest.raises(cepvec.NotSupportedError) as info:
         cepvec.compile("RETURN COUNT(*) PATTERN (SEQ(A, NOT C))+")
     assert info.value.message == (
-        "not supported: NOT C at the end of a SEQ nested inside Kleene plus; SEMANTICS.md defines negated "
+        "not supported: NOT C at the end of a SEQ nested inside Kleene plus; docs/semantics.md defines negated "
         "start and end only for the whole pattern. Move the NOT between two positive parts")
 
 

@@ -157,7 +157,7 @@ def test_matches_of_the_window_only():
 
 
 def test_negated_start_counts_only_listed_matches():
-    # SEQ(NOT C, A, B) WITHIN 4 over c1 a2 b3 a5 b6 (SEMANTICS.md: with WITHIN alone a C kills a
+    # SEQ(NOT C, A, B) WITHIN 4 over c1 a2 b3 a5 b6 (docs/semantics.md: with WITHIN alone a C kills a
     # match when it ends before its first event and starts after last - 4):
     # (a2 b3): c1 ends before a2 and 1 > 3 - 4 -> not listed; (a5 b6): 1 > 6 - 4 is false -> listed;
     # (a2 b6) spans 4 -> outside the window.

@@ -1,12 +1,12 @@
-"""Worked examples of the source papers and of SEMANTICS.md, on every local engine.
+"""Worked examples of the source papers and of docs/semantics.md, on every local engine.
 
 Expected numbers come from the papers' text (cited per test) or are derived by
 hand in the comments; none of them was obtained by running cepvec.
 
-Papers (../shared/seeds):
-* GRETA = 001_*.txt, Poppe et al., "GRETA: Graph-based Real-time Event Trend
+Papers:
+* GRETA: Poppe et al., "GRETA: Graph-based Real-time Event Trend
   Aggregation" (VLDB 2018 tech report).
-* A-Seq = 000_*.txt, Qi et al., "Complex Event Analytics: Online Aggregation of
+* A-Seq: Qi et al., "Complex Event Analytics: Online Aggregation of
   Stream Sequence Patterns" (SIGMOD 2014).
 
 Streams are written as in the papers: ``a1`` is an event of type A at time 1
@@ -62,11 +62,11 @@ def match_sets(query: str, events: pl.DataFrame) -> list[tuple]:
     return out
 
 
-# ====================================================================== SEMANTICS.md worked values
+# ====================================================================== docs/semantics.md worked values
 
 
 def test_semantics_worked_values_figure12(engine):
-    # SEMANTICS.md "Worked values" (GRETA Example 1 / Example 8, Figure 12): (SEQ(A+, B))+ over
+    # docs/semantics.md "Worked values" (GRETA Example 1 / Example 8, Figure 12): (SEQ(A+, B))+ over
     # a1, b2, a3, a4, b7 with a1.attr=5, a3.attr=6, a4.attr=4: COUNT(*)=11, COUNT(A)=20,
     # MIN(A.attr)=4, MAX(A.attr)=6, SUM(A.attr)=100, AVG(A.attr)=5.
     ev = stream(FIG12, attr=FIG12_ATTR)
@@ -91,7 +91,7 @@ def test_figure12_trends_by_hand():
 
 
 def test_semantics_worked_values_figure6c(engine):
-    # SEMANTICS.md "Worked values" and GRETA Section 4.2 / Figure 6(c): (SEQ(A+, B))+ over
+    # docs/semantics.md "Worked values" and GRETA Section 4.2 / Figure 6(c): (SEQ(A+, B))+ over
     # a1, b2, c2, a3, e3, a4, c5, d6, b7, a8, b9: final_count = b2 + b7 + b9 = 43.
     res = run("RETURN COUNT(*) PATTERN (SEQ(A+, B))+", stream(FIG6), engine=engine)
     assert rows(res) == [(43,)]
@@ -193,7 +193,7 @@ def test_greta_figure6d_without_inner_negation(engine):
 
 
 def test_greta_figure8_negated_end_and_start(engine):
-    # GRETA Example 3 / Figure 8 (no numbers in the text; by hand under SEMANTICS.md's strict
+    # GRETA Example 3 / Figure 8 (no numbers in the text; by hand under docs/semantics.md's strict
     # time comparisons). Stream a1 ... b9, a's at 1, 3, 4, 8, e3 at 3.
     ev = stream(FIG6)
     # 8(a) SEQ(A+, NOT E): no E after the last a (till the end of the input). e3 invalidates the
@@ -300,7 +300,7 @@ def test_greta_section9_same_type_twice_counts_assignments(engine):
 
 def test_greta_example6_sliding_window(engine):
     # GRETA Example 6 / Figure 9: (SEQ(A+, B))+ within a 10-second window sliding every 3 seconds.
-    # Under SEMANTICS.md windows are [3k, 3k + 10), k >= 0, over the Figure 6 stream:
+    # Under docs/semantics.md windows are [3k, 3k + 10), k >= 0, over the Figure 6 stream:
     # k=0 [0, 10): all events -> 43 (Figure 6(c)).
     # k=1 [3, 13): a3 a4 b7 a8 b9: blocks ending b7: A+ in {a3, a4} (3); single block ending b9:
     #   A+ in {a3, a4, a8} (7); (b7-block)(a8 b9): 3. Total 13.
@@ -345,7 +345,7 @@ def test_greta_section2_skip_till_any_match_down_trend(engine):
 
 def test_greta_section2_skip_till_next_match(engine):
     # GRETA Section 2: skip-till-next-match detects the shorter trends (10, 2), (9, 8, 7, 1) and
-    # (6, 5, 4, 3), not the long one. SEMANTICS.md: a strategy only removes edges (x -> y needs no
+    # (6, 5, 4, 3), not the long one. docs/semantics.md: a strategy only removes edges (x -> y needs no
     # event z between x and y that x could be followed by): edges 10->2, 2->1, 9->8, 8->7, 7->1,
     # 6->5, 5->4, 4->3. Paths (any start): 10:1, 2:2, 9:1, 8:2, 7:3, 1:1+2+3=6, 6:1, 5:2, 4:3,
     # 3:4 -> 25.
@@ -419,7 +419,7 @@ def test_greta_q3_slowdowns_without_accident(engine):
     # GRETA Q3: RETURN segment, COUNT(*), AVG(P.speed) PATTERN SEQ(NOT Accident A, Position P+)
     # WHERE [P.vehicle, segment] AND P.speed > NEXT(P).speed GROUP-BY segment
     # WITHIN 5 minutes SLIDE 1 minute. Windows [60k, 60k + 300); the negated start is checked from
-    # the window start 60k (SEMANTICS.md Negation): an accident in [60k, first P) kills the trend.
+    # the window start 60k (docs/semantics.md Negation): an accident in [60k, first P) kills the trend.
     # s1: v1 speeds 50@10, 40@20, 45@30, 20@40; v2 30@25; accident @35 (only first P < 35 survive).
     #   v1 starting 50: {50},{50,40},{50,45},{50,20},{50,40,20},{50,45,20} (6);
     #   starting 40: {40},{40,20}; starting 45: {45},{45,20}; starting 20@40: killed. v2: {30}.

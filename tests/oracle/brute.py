@@ -2,7 +2,7 @@
 
 It shares no matching code with :mod:`cepvec.reference`. It reads only the
 compiled :class:`cepvec.query.Query` (pattern tree, predicates, window,
-aggregates) and decides everything else itself, straight from SEMANTICS.md:
+aggregates) and decides everything else itself, straight from docs/semantics.md:
 
 * per partition (equal values of ``q.partition_by``; None equals None), every
   subset of the partition's events with strictly increasing times, and every
@@ -12,7 +12,7 @@ aggregates) and decides everything else itself, straight from SEMANTICS.md:
   match of N (found by the same brute force, with its own nested negations)
   lies strictly inside the gap;
 * windows, negated start / end and aggregates are applied to the list of
-  matches exactly as SEMANTICS.md words them.
+  matches exactly as docs/semantics.md words them.
 
 Only skip-till-any-match, integer time columns and inputs of a handful of
 events (≤ 9) are supported: it is exponential on purpose.

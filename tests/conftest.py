@@ -8,6 +8,7 @@ by every such test the moment it is added here.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 
@@ -24,6 +25,30 @@ def load_shared_cases() -> list[dict]:
     if not files:
         raise FileNotFoundError(f"no case files found in {CASES_DIR}")
     return [json.loads(f.read_text()) | {"_file": f.name} for f in files]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="exhaustive profile: also the tests marked slow, full Hypothesis example counts and "
+                          "exhaustive sweeps one event longer (tests/strategies.py)")
+
+
+def pytest_configure(config):
+    # read by tests/strategies.py when the test modules are imported (after this hook, also on xdist workers)
+    if config.getoption("--slow"):
+        os.environ["CEPVEC_TESTS"] = "slow"
+
+
+def pytest_collection_modifyitems(config, items):
+    for it in items:  # under pytest-xdist (--dist loadgroup) every Spark test runs in one worker: one JVM
+        if it.get_closest_marker("spark"):
+            it.add_marker(pytest.mark.xdist_group("spark"))
+    if config.getoption("--slow"):
+        return
+    slow = [it for it in items if it.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [it for it in items if not it.get_closest_marker("slow")]
 
 
 @pytest.fixture(params=LOCAL_ENGINES)
@@ -66,7 +91,6 @@ def spark():
     adapter asks for is the partitioning it gets), no UI, Arrow on, and the
     session time zone UTC (timestamps cross to Python as UTC instants).
     """
-    import os
     import sys
 
     pytest.importorskip("pyspark", reason="the Spark tests need pyspark: pip install 'cepvec[spark]'")

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import polars as pl
 from hypothesis import assume
@@ -25,6 +26,23 @@ from hypothesis import strategies as st
 
 import cepvec
 from cepvec.errors import CepvecError
+
+# --------------------------------------------------------------------------- test profiles
+# The default profile keeps the whole suite under 5 minutes on 2 cores; ``pytest --slow``
+# (tests/conftest.py sets CEPVEC_TESTS=slow) runs the exhaustive profile: the tests marked
+# ``slow``, full Hypothesis example counts and exhaustive sweeps one event longer.
+SLOW = os.environ.get("CEPVEC_TESTS") == "slow"
+
+
+def examples(n: int) -> int:
+    """Hypothesis ``max_examples``: ``n`` in the slow profile, a quarter (at least 25) by default."""
+    return n if SLOW else max(25, n // 4)
+
+
+def sweep_size(n: int) -> int:
+    """Longest stream of an exhaustive sweep: ``n`` in the slow profile, ``n - 1`` by default."""
+    return n if SLOW else n - 1
+
 
 TYPES = "ABCD"
 SCHEMA = {"type": pl.String, "time": pl.Int64, "id": pl.Int64, "x": pl.Int64, "v": pl.Float64}

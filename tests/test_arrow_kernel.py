@@ -35,7 +35,7 @@ from cepvec.engines import choose_engine
 from cepvec.errors import CepvecDataError, CepvecError
 from cepvec.generators import sequence_abcd, stock_trades
 
-from .strategies import FLOATS, TYPES, make_frame, queries
+from .strategies import FLOATS, TYPES, examples, make_frame, queries
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 
@@ -150,7 +150,9 @@ def _cases():
 
 
 @pytest.mark.parametrize(("text", "df"), list(_cases()))
-@pytest.mark.parametrize("chunk", [1, 7, 64, 10**6])
+# batches of one event and of 64 run in the slow profile; 7 and "everything at once" always
+@pytest.mark.parametrize("chunk", [pytest.param(1, marks=pytest.mark.slow), 7,
+                                   pytest.param(64, marks=pytest.mark.slow), 10**6])
 def test_kernel_equals_local_run(text, df, chunk):
     want = cepvec.run(text, df)
     assert len(want), "test data too sparse: the query has no result rows"
@@ -206,7 +208,7 @@ def query_stream_cuts(draw):
     return text, df, cuts
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query_stream_cuts())
 def test_batch_split_invariance(args):
     text, df, cuts = args

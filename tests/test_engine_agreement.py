@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import cepvec
 from cepvec.engines import engine_support, run_engine
 from cepvec.frontend import prepare
-from tests.strategies import make_frame, query_and_stream, tiny_streams
+from tests.strategies import examples, make_frame, query_and_stream, sweep_size, tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -32,7 +32,7 @@ def _rows(df: pl.DataFrame) -> list[dict]:
     return df.to_dicts()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query_and_stream(), st.data())
 def test_engines_agree_with_reference(qs, data):
     text, df = qs
@@ -75,7 +75,7 @@ def test_exhaustive_tiny_streams(shape, window):
             cepvec.run(q, pl.DataFrame({"type": ["A"], "time": [0], "x": [1]}), engine=engine)
         return
     bad = []
-    for ev in _streams(4):
+    for ev in _streams(sweep_size(4)):
         df = pl.DataFrame({"time": [e[0] for e in ev], "type": [e[1] for e in ev], "id": [e[2] for e in ev],
                            "x": [e[3] for e in ev]}, schema={"time": pl.Int64, "type": pl.String,
                                                               "id": pl.Int64, "x": pl.Int64})

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 import cepvec
 from cepvec.errors import CepvecWarning
 from tests.oracle.brute import brute_run
-from tests.strategies import make_frame, query_and_stream
+from tests.strategies import examples, make_frame, query_and_stream, sweep_size
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 
@@ -61,7 +61,7 @@ def check(text: str, df) -> None:
 
 
 # --------------------------------------------------------------------------- 1. property
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query_and_stream())
 def test_reference_agrees_with_brute_force(case):
     text, df = case
@@ -117,7 +117,7 @@ WINDOWS = ["", " WITHIN 2", " WITHIN 2 EMIT CHANGES", " WITHIN 2 SLIDE 1", " WIT
            " WITHIN 2 SLIDE 3"]
 SWEEP_TIMES = (0, 1, 3)
 SWEEP_TYPES = "ABC"
-SWEEP_MAX = 5
+SWEEP_MAX = sweep_size(5)
 
 
 def sweep_streams() -> list[list[tuple]]:

@@ -21,6 +21,7 @@ from cepvec import ast as A
 from cepvec.parser import AGG_FUNCS, KEYWORDS, STRATEGIES, UNITS, parse
 from cepvec.render import render, render_expr, render_pattern, render_string, render_where
 from cepvec.tokens import T, tokenize
+from tests.strategies import examples
 
 SEEDS = json.loads((Path(__file__).parent / "fixtures" / "seed_queries.json").read_text())
 
@@ -788,7 +789,7 @@ def query_trees(draw) -> A.QueryAst:
         emit_changes=draw(st.booleans()))
 
 
-PROPERTY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

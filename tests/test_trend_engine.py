@@ -27,7 +27,7 @@ from cepvec.engine_trend import TrendRun, TrendStream, run_trend
 from cepvec.engines import choose_engine, engine_support, uses_trend_path
 from cepvec.frontend import prepare
 from cepvec.generators import cluster_monitoring, stock_trades
-from tests.strategies import streams, tiny_streams
+from tests.strategies import examples, streams, tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -163,7 +163,7 @@ def trend_queries(draw):
     return f"{text} {window}".strip()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trend_queries(), streams(max_events=9, max_time=5, types="ABC"), st.lists(st.integers(0, 9), max_size=4),
        st.sampled_from(["int64", "float64"]))
 def test_trend_path_agrees_with_reference(text, df, cuts, numeric):
@@ -178,7 +178,7 @@ def test_trend_path_agrees_with_reference(text, df, cuts, numeric):
     assert rows_differ(got_cut, want) is None, f"cut at {sorted(set(cuts))}: {text}\n{df}\n{rows_differ(got_cut, want)}"
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trend_queries(), st.data())
 def test_batch_split_invariance(text, data):
     """Longer streams (no reference): any cut gives exactly the rows of the uncut run."""

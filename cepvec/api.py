@@ -6,7 +6,7 @@ import polars as pl
 
 from .engines import resolve_engine, run_engine, run_reference
 from .errors import CepvecPlanError, CepvecTypeError, UnsupportedByEngine
-from .frontend import output_schema, prepare
+from .frontend import check_predicate_types, output_schema, prepare
 from .query import Query, compile_query
 
 NUMERIC = ("int64", "float64")
@@ -49,21 +49,33 @@ def compile(text: str, *, type_col: str = "type", time_col: str = "time") -> Que
     return compile_query(text, type_col=type_col, time_col=time_col)
 
 
-def _as_query(query) -> Query:
+def _as_query(query, type_col: str | None = None, time_col: str | None = None) -> Query:
     if isinstance(query, Query):
+        for name, given, have in (("type_col", type_col, query.type_col), ("time_col", time_col, query.time_col)):
+            if given is not None and given != have:
+                raise CepvecPlanError(
+                    f"{name}={given!r} was given, but the compiled query reads column {have!r}; pass "
+                    f"{name} to cepvec.compile, or pass the query text instead of a Query")
         return query
     if isinstance(query, str):
-        return compile(query)
+        return compile(query, type_col=type_col or "type", time_col=time_col or "time")
     raise CepvecTypeError(
         f"query must be query text (str) or a Query from cepvec.compile; found {type(query).__name__}")
 
 
 def _is_spark(events) -> bool:
-    return type(events).__module__.startswith("pyspark.")
+    module = type(events).__module__
+    if not module.startswith("pyspark."):
+        return False
+    if type(events).__name__ != "DataFrame":
+        raise CepvecTypeError(
+            f"events is a Spark {type(events).__name__}; cepvec runs on a Spark DataFrame. Convert it, e.g. "
+            "spark.createDataFrame(rdd) or rdd.toDF()")
+    return True
 
 
 def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
-        numeric: str = "int64") -> pl.DataFrame:
+        numeric: str = "int64", type_col: str | None = None, time_col: str | None = None) -> pl.DataFrame:
     """Evaluate an aggregation query over events.
 
     Parameters
@@ -86,6 +98,10 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
         ``"int64"`` gives exact counts and integer sums and raises
         :class:`CepvecOverflowError` instead of wrapping; ``"float64"`` gives
         approximate floating-point counts and sums.
+    type_col, time_col : str, optional
+        Names of the event-type and time columns when ``query`` is text
+        (default ``"type"`` and ``"time"``); a compiled :class:`Query`
+        carries its own (from :func:`compile`).
 
     Returns
     -------
@@ -108,7 +124,7 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     >>> run("RETURN COUNT(*) PATTERN (SEQ(A+, B))+", ev)["COUNT(*)"].to_list()
     [11]
     """
-    q = _as_query(query)
+    q = _as_query(query, type_col, time_col)
     if numeric not in NUMERIC:
         raise CepvecPlanError(f"numeric must be 'int64' or 'float64'; found {numeric!r}")
     if _is_spark(events):
@@ -118,6 +134,7 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     resolve_engine(q, engine)  # an engine that cannot run the query fails before the data are read
     prep = prepare(q, events, time_unit=time_unit)
     output_schema(q, prep.df.schema, prep.time_dtype, numeric)  # type errors before any work
+    check_predicate_types(q, prep.df.schema)
     name = resolve_engine(q, engine, prep.df.schema)
     if name == "reference":
         return run_reference(q, prep, numeric=numeric)

@@ -66,7 +66,85 @@ def duration_to_units(d, unit: str, what: str) -> int:
             f"{what} {d.value}{' ' + d.unit if d.unit else ''} is not a whole number of "
             f"{_UNIT_WORD[unit]} (the time column's unit); use a duration that is, or pass "
             f"time_unit='ms' (or 'us', 'ns') if the time column counts finer units")
+    if n > MAX_DURATION:
+        raise CepvecPlanError(
+            f"{what} {d.value}{' ' + d.unit if d.unit else ''} is {n} {_UNIT_WORD[unit]} (the time column's "
+            f"unit), longer than the longest window cepvec supports (2^61 units, about 73 years in "
+            f"nanoseconds); use a shorter {what}, or drop WITHIN to count over the whole input")
     return int(n)
+
+
+#: Longest WITHIN / SLIDE in time-column units: the kernels add a window to a time and keep
+#: 2^62 as "infinity", so both must stay well inside int64.
+MAX_DURATION = 2**61
+
+
+def _kind(dt) -> str | None:
+    """'num', 'str' or 'time' for a column type (None: anything, e.g. an all-null column)."""
+    if dt == pl.Null:
+        return None
+    if dt == pl.String or isinstance(dt, (pl.Categorical, pl.Enum)):
+        return "str"
+    if dt.is_temporal():
+        return "time"
+    if dt.is_numeric() or dt == pl.Boolean:
+        return "num"
+    return "other"
+
+
+def check_predicate_types(q: Query, schema: dict) -> None:
+    """Raise :class:`CepvecTypeError` for a predicate that compares or computes across types.
+
+    Checked on the input's schema before any engine runs, so every engine (and Spark, on the
+    driver) reports the same error instead of a Polars or Numba one from inside a run.
+    """
+    from . import ast as A
+    from .render import render_expr
+
+    def kind(e):
+        if isinstance(e, A.Num):
+            return "num"
+        if isinstance(e, A.Str):
+            return "str"
+        if isinstance(e, A.Ref):
+            return _kind(schema[e.attr]) if e.attr in schema else None
+        if isinstance(e, A.Unary):
+            k = kind(e.operand)
+            if e.op == "-" and k not in (None, "num"):
+                raise _bad(e, f"negates {_what(e.operand, k)}; '-' needs a number")
+            return "num" if e.op == "-" else None
+        if isinstance(e, A.Bin):
+            kl, kr = kind(e.left), kind(e.right)
+            for side, k in ((e.left, kl), (e.right, kr)):
+                if k not in (None, "num", "time"):
+                    raise _bad(e, f"computes '{e.op}' on {_what(side, k)}; arithmetic needs numbers")
+            return "num" if kl == kr == "num" else None
+        if isinstance(e, A.Cmp):
+            kl, kr = kind(e.left), kind(e.right)
+            if None not in (kl, kr) and kl != kr:
+                raise _bad(e, f"compares {_what(e.left, kl)} with {_what(e.right, kr)}; compare numbers with "
+                              "numbers and strings with strings, or cast the column in the input")
+            return None
+        if isinstance(e, A.BoolOp):
+            for x in e.items:
+                kind(x)
+            return None
+        return None
+
+    def _what(e, k):
+        name = {"num": "a number", "str": "a string", "time": "a time", "other": "a value"}[k]
+        if isinstance(e, A.Ref):
+            return f"column '{e.attr}' ({schema[e.attr]}, {name})"
+        return f"{render_expr(e)} ({name})"
+
+    def _bad(e, why):
+        a, b = e.span  # the text as written (engines see local refs without their variable)
+        text = q.text[a:b] if b > a else render_expr(e)
+        return CepvecTypeError(f"predicate {text} {why}")
+
+    exprs = [x for v in q.local.values() for x in v] + [p.expr for v in q.edges.values() for p in v]
+    for x in exprs:
+        kind(x)
 
 
 def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool = True,
@@ -103,7 +181,13 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
         unit = time_unit or "s"
         if unit not in TIME_UNITS:
             raise CepvecPlanError(f"time_unit must be one of {', '.join(TIME_UNITS)}; found {unit!r}")
-        times = df[q.time_col].cast(pl.Int64)
+        times = df[q.time_col].cast(pl.Int64, strict=False)
+        if times.null_count() > df[q.time_col].null_count():  # UInt64 above 2^63 - 1
+            first = int((times.is_null() & df[q.time_col].is_not_null()).arg_true()[0])
+            raise CepvecDataError(
+                f"time column '{q.time_col}' ({dt}) has a value above 2^63 - 1 at row {first} "
+                f"({df[q.time_col][first]}); cepvec computes times as Int64. Subtract an offset "
+                "(e.g. the minimum time) or use a coarser unit")
     elif isinstance(dt, pl.Datetime):
         unit = dt.time_unit
         if time_unit is not None and time_unit != unit:
@@ -150,6 +234,12 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
 
     w = duration_to_units(q.window.within, unit, "WITHIN")
     s = duration_to_units(q.window.slide, unit, "SLIDE")
+    if s is not None and len(times) and times.min() < 0:
+        first = int((times < 0).arg_true()[0])
+        raise CepvecDataError(
+            f"time column '{q.time_col}' has a negative time at row {first} ({df[q.time_col][first]}); SLIDE "
+            f"windows start at time 0 (window k covers [k*SLIDE, k*SLIDE + WITHIN), k >= 0), so such events "
+            "could never be counted. Shift the times (e.g. subtract the minimum) or filter those rows")
     return Prepared(df, times, unit, dt, w, s)
 
 

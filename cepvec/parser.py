@@ -76,11 +76,18 @@ def parse(source: str) -> A.QueryAst:
     return _Parser(source).parse_query()
 
 
+#: Deepest nesting of parentheses, SEQ(, NOT and unary signs. The parser and the later tree walks
+#: recurse once per level (the expression grammar about nine frames deep), so a fixed limit
+#: gives a syntax error where Python would otherwise raise RecursionError.
+MAX_NESTING = 50
+
+
 class _Parser:
     def __init__(self, source: str):
         self.source = source
         self.toks = tokenize(source)
         self.i = 0
+        self.depth = 0
         self.seen: list[str] = []  # clauses read so far, in order (keys of CLAUSE_ORDER)
 
     # ------------------------------------------------------------------ helpers
@@ -96,6 +103,20 @@ class _Parser:
         if t.kind is not T.EOF:
             self.i += 1
         return t
+
+    def nest(self, fn):
+        """Call ``fn()`` one nesting level deeper (at most MAX_NESTING levels)."""
+        if self.depth >= MAX_NESTING:
+            t = self.tok
+            raise CepvecSyntaxError(
+                f"nesting deeper than {MAX_NESTING} levels (parentheses, SEQ, NOT or signs) at "
+                f"{t.describe()}; write it with fewer levels (a condition, e.g., as a flat list of ANDs)",
+                source=self.source, start=t.start, end=t.end)
+        self.depth += 1
+        try:
+            return fn()
+        finally:
+            self.depth -= 1
 
     def error(self, expected: str, tok: Token | None = None) -> CepvecSyntaxError:
         tok = tok or self.tok
@@ -413,7 +434,7 @@ class _Parser:
     def parse_not(self) -> A.Expr:
         if self.is_kw("NOT") or (self.is_op("!") and not self.is_op("=", self.peek())):
             t = self.advance()
-            operand = self.parse_not()
+            operand = self.nest(self.parse_not)
             return A.Unary("NOT", operand, span=(t.start, self.toks[self.i - 1].end))
         return self.parse_cmp()
 
@@ -451,13 +472,13 @@ class _Parser:
     def parse_unary(self) -> A.Expr:
         if self.is_op("-"):
             t = self.advance()
-            operand = self.parse_unary()
+            operand = self.nest(self.parse_unary)
             if isinstance(operand, A.Num):
                 return A.Num(-operand.value, span=(t.start, operand.span[1]))
             return A.Unary("-", operand, span=(t.start, operand.span[1]))
         if self.is_op("+"):
             self.advance()
-            return self.parse_unary()
+            return self.nest(self.parse_unary)
         return self.parse_primary()
 
     def parse_primary(self) -> A.Expr:
@@ -470,7 +491,7 @@ class _Parser:
             return A.Str(str(t.value), span=(t.start, t.end))
         if self.is_op("("):
             self.advance()
-            e = self.parse_expr()
+            e = self.nest(self.parse_expr)
             self.expect_op(")", "')' to close the parenthesis, or an operator")
             return e
         if self.is_op("["):
@@ -506,7 +527,7 @@ class _Parser:
         self.advance()  # (
         args = []
         while not self.is_op(")"):
-            args.append(self.parse_expr())
+            args.append(self.nest(self.parse_expr))
             if not self.is_op(")"):
                 self.expect_op(",", "',' or ')' in the argument list")
         end = self.advance().end
@@ -573,7 +594,7 @@ class _Parser:
         t = self.tok
         if self.is_kw("NOT") or self.is_op("!") or self.is_op("~"):
             self.advance()
-            body = self.parse_pattern_item()
+            body = self.nest(self.parse_pattern_item)
             return A.PNot(body, span=(t.start, self.toks[self.i - 1].end))
         node = self.parse_pattern_primary()
         if self.is_op("+"):
@@ -585,17 +606,17 @@ class _Parser:
         t = self.tok
         if self.is_op("("):
             self.advance()
-            inner = self.parse_top_pattern()
+            inner = self.nest(self.parse_top_pattern)
             self.expect_op(")", "',' or ')' to close the parenthesised pattern")
             if isinstance(inner, (A.PType, A.PSeq, A.PKleene, A.PNot)):
                 return inner
         if self.is_kw("SEQ") and self.is_op("(", self.peek()):
             self.advance()
             self.advance()
-            items = [self.parse_pattern_item()]
+            items = [self.nest(self.parse_pattern_item)]
             while self.is_op(","):
                 self.advance()
-                items.append(self.parse_pattern_item())
+                items.append(self.nest(self.parse_pattern_item))
             end = self.expect_op(")", "',' or ')' to close SEQ(").end
             return A.PSeq(tuple(items), span=(t.start, end))
         if self.is_kw("ANY") and self.is_op("(", self.peek()):

@@ -48,11 +48,11 @@ def to_polars(expr, columns: dict[str, str] | None = None) -> pl.Expr:
             a, b = go(e.left), go(e.right)
             return {"=": a.eq(b), "!=": a.ne(b), "<": a.lt(b), "<=": a.le(b),
                     ">": a.gt(b), ">=": a.ge(b)}[e.op]
-        if isinstance(e, A.BoolOp):
-            out = go(e.items[0])
-            for x in e.items[1:]:
-                out = (out & go(x)) if e.op == "AND" else (out | go(x))
-            return out
+        if isinstance(e, A.BoolOp):  # one flat node: a chain of & would nest thousands deep
+            items = [go(x) for x in e.items]
+            if len(items) == 1:
+                return items[0]
+            return pl.all_horizontal(items) if e.op == "AND" else pl.any_horizontal(items)
         raise AssertionError(e)
 
     return go(expr)
@@ -62,7 +62,7 @@ def predicate_mask(exprs, *, default: bool = True) -> pl.Expr:
     """Conjunction of predicates as a boolean column where null counts as false."""
     if not exprs:
         return pl.lit(default)
-    out = to_polars(exprs[0])
-    for e in exprs[1:]:
-        out = out & to_polars(e)
-    return out.fill_null(False)
+    if len(exprs) == 1:
+        return to_polars(exprs[0]).fill_null(False)
+    # one flat node (Kleene logic, like a chain of &): a WHERE with thousands of conjuncts stays linear
+    return pl.all_horizontal([to_polars(e) for e in exprs]).fill_null(False)

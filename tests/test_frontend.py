@@ -591,12 +591,17 @@ def test_slide_larger_than_within_leaves_gaps(engine):
     assert rows(res) == [(0, 3, 1), (10, 13, 1)]
 
 
-def test_negative_times_belong_to_no_slide_window(engine):
-    # windows start at k*s for k >= 0 only
-    ev = pl.DataFrame({"type": ["A", "B", "A", "B"], "time": [-5, -4, 1, 2]})
-    # (a1 b2) lies in [0, 3) and [1, 4); (a-5 b-4) would need k <= -5
-    assert rows(run(Q + " WITHIN 3 SLIDE 1", ev, engine=engine)) == [(0, 3, 1), (1, 4, 1)]
-    # without SLIDE negative times are ordinary: (a-5 b-4), (a1 b2) and (a-5 b2)? span 7 >= 3: no
+def test_negative_times_under_slide_are_an_error(engine):
+    # windows start at k*s for k >= 0 only: an event before time 0 could never be counted, so it is
+    # an error (docs/semantics.md 6), not a silent empty result
+    ev = pl.DataFrame({"type": ["A", "B", "A", "B"], "time": [1, -4, -5, 2]})
+    with pytest.raises(cepvec.CepvecDataError) as info:
+        run(Q + " WITHIN 3 SLIDE 1", ev, engine=engine)
+    assert str(info.value) == (
+        "time column 'time' has a negative time at row 0 (-5); SLIDE windows start at time 0 (window k covers "
+        "[k*SLIDE, k*SLIDE + WITHIN), k >= 0), so such events could never be counted. Shift the times (e.g. "
+        "subtract the minimum) or filter those rows")
+    # without SLIDE negative times are ordinary: (a-5 b-4) and (a1 b2); (a-5 b2) spans 7 >= 3
     assert rows(run(Q + " WITHIN 3", ev, engine=engine)) == [(2,)]
 
 

@@ -107,7 +107,7 @@ class _Parser:
     def nest(self, fn):
         """Call ``fn()`` one nesting level deeper (at most MAX_NESTING levels)."""
         if self.depth >= MAX_NESTING:
-            t = self.tok
+            t = self.toks[self.i - 1]  # the token that opened the level: '(', NOT, a sign
             raise CepvecSyntaxError(
                 f"nesting deeper than {MAX_NESTING} levels (parentheses, SEQ, NOT or signs) at "
                 f"{t.describe()}; write it with fewer levels (a condition, e.g., as a flat list of ANDs)",

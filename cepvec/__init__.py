@@ -6,12 +6,13 @@ compile(text) -> Query            parse and compile a query
 run(query, events) -> DataFrame   evaluate it over a Polars / Arrow / pandas table
 matches(query, events)            the matches themselves (reference engine)
 kernel(query, schema)             a function for Spark's df.mapInArrow
+partition(query, spark_df)        lay out a Spark DataFrame for that function
 
 See ``docs/language.md`` for the query language and ``docs/semantics.md``
 for what a query means.
 """
 
-from .api import compile, kernel, matches, run
+from .api import compile, kernel, matches, partition, run
 from .errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
                      CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
                      NotSupportedError, UnsupportedByEngine)
@@ -20,7 +21,7 @@ from .query import Query
 __version__ = "0.1.0"
 
 __all__ = [
-    "compile", "run", "matches", "kernel", "Query",
+    "compile", "run", "matches", "kernel", "partition", "Query",
     "CepvecError", "CepvecSyntaxError", "CepvecQueryError", "NotSupportedError",
     "CepvecPlanError", "CepvecTypeError", "CepvecDataError", "CepvecOverflowError",
     "UnsupportedByEngine", "CepvecWarning",

@@ -229,8 +229,51 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     return pl.concat([left, right], how="horizontal")
 
 
+def partition(query, df, *, time_unit: str | None = None, window_block: int | None = None):
+    """Lay out a Spark DataFrame for ``cepvec.kernel(query, df.schema)`` in ``mapInArrow``.
+
+    Repartitions as the query needs (by the GROUP-BY attributes; for SLIDE
+    queries without GROUP-BY by blocks of windows, each event copied to the
+    blocks whose windows contain it; otherwise into one partition), sorts each
+    partition by time and tags every row with its Spark partition id and a
+    fingerprint of the query. The kernel checks the tags in every task and
+    raises :class:`CepvecPlanError` when the step was skipped or undone (a
+    repartition or coalesce in between), so a partial answer cannot happen.
+    The schema is validated here, on the driver, before any job runs.
+
+    Parameters
+    ----------
+    query : str or Query
+    df : pyspark.sql.DataFrame
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        Unit of an integer time column, as in :func:`run`.
+    window_block : int, optional
+        Windows per replication block (SLIDE without GROUP-BY); pass the same
+        value to :func:`kernel`.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        The query's columns plus ``__cepvec_part`` and ``__cepvec_plan`` (and
+        ``__cepvec_block`` with window replication).
+
+    Examples
+    --------
+    ``k = cepvec.kernel(q, df.schema)``, then
+    ``cepvec.partition(q, df).mapInArrow(k, k.schema)`` (see ``docs/spark.md``).
+    """
+    q = _as_query(query)
+    if not _is_spark(df):
+        raise CepvecTypeError(f"cepvec.partition takes a Spark DataFrame; found {type(df).__name__}. Local "
+                              "frames need no partitioning: use cepvec.run(q, events)")
+    from .spark_adapter import partition as spark_partition  # noqa: PLC0415  (optional dependency)
+
+    return spark_partition(q, df, time_unit=time_unit, window_block=window_block)
+
+
 def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time",
-           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", order: str = "group"):
+           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", order: str = "group",
+           window_block: int | None = None):
     """A picklable function for ``df.mapInArrow(k, k.schema)``.
 
     Parameters
@@ -243,10 +286,12 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     type_col, time_col, time_unit, numeric, engine
         As in :func:`compile` and :func:`run`.
     order : "group" or "time"
-        How each partition is sorted: ``"group"``, by (GROUP-BY attributes,
-        time), one engine run per GROUP-BY value; ``"time"``, by time alone,
-        one engine run for the whole partition (cheaper with many small
-        groups; what ``cepvec.run`` on Spark uses).
+        Outside Spark only (plain pyarrow iterators, untagged input): how each
+        call's rows are sorted: ``"group"``, by (GROUP-BY attributes, time),
+        one engine run per GROUP-BY value; ``"time"``, by time alone. Input
+        laid out by :func:`partition` carries its own layout.
+    window_block : int, optional
+        As given to :func:`partition` (SLIDE without GROUP-BY).
 
     Returns
     -------
@@ -257,11 +302,14 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
 
     Notes
     -----
-    Each call (Spark partition) must hold every event of its GROUP-BY values,
-    ordered by (GROUP-BY attributes, time): ``df.repartition(*group)
-    .sortWithinPartitions(*group, time)`` (with ``order="time"``:
-    ``.sortWithinPartitions(time)``). Unordered input raises
-    :class:`CepvecDataError`. See ``docs/spark.md``.
+    On Spark, feed it :func:`partition`'s output:
+    ``cepvec.partition(q, df).mapInArrow(k, k.schema)``. In a Spark task the
+    kernel refuses input without cepvec's partition tags, or whose rows were
+    moved to another partition afterwards (:class:`CepvecPlanError`), and
+    unordered input (:class:`CepvecDataError`). With ``schema`` the schema
+    is validated here, on the driver. Outside Spark each call must hold
+    every event of its GROUP-BY values, ordered as ``order`` says. See
+    ``docs/spark.md``.
 
     Examples
     --------
@@ -272,7 +320,8 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     from .arrow_kernel import make_kernel
 
     return make_kernel(query, schema=schema, type_col=type_col, time_col=time_col,
-                       time_unit=time_unit, numeric=numeric, engine=engine, order=order)
+                       time_unit=time_unit, numeric=numeric, engine=engine, order=order,
+                       spark_window_block=window_block)
 
 
-__all__ = ["compile", "run", "matches", "kernel"]
+__all__ = ["compile", "run", "matches", "kernel", "partition"]

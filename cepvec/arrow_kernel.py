@@ -42,6 +42,7 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from .errors import CepvecDataError, CepvecPlanError, CepvecTypeError
 from .frontend import UNIT_NS, Prepared, duration_to_units, output_schema, prepare, time_values_to_output
@@ -55,6 +56,33 @@ from .query import Query
 # ceil(w/s) copies through the shuffle. Larger blocks cut the ~2 ms per block further but leave
 # fewer blocks, hence tasks, per data set.
 BLOCK_SPAN_WINDOWS = 32
+
+# Partition tags (written by cepvec.partition, checked by the kernel in every Spark task): the Spark
+# partition id each row was placed in, and a fingerprint of the partitioning (query, strategy, block).
+# A task whose rows carry another partition id, or no tag, was fed input that skipped or undid the
+# partitioning step; it raises instead of returning a partial answer (docs/spark.md).
+PART_COL = "__cepvec_part"
+PLAN_COL = "__cepvec_plan"
+BLOCK_COL = "__cepvec_block"  # block id j of a replicated event (windows j*B .. j*B + B - 1)
+TAG_COLS = (PART_COL, PLAN_COL, BLOCK_COL)
+
+
+def plan_fingerprint(q: Query, strategy: str, block: int | None, time_unit: str | None) -> int:
+    """A stable int63 naming the partitioning of ``q`` (same on the driver and in every worker)."""
+    import hashlib
+
+    text = "\x1f".join([q.text, q.type_col, q.time_col, strategy, str(block or 0), time_unit or ""])
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def _task_partition() -> int | None:
+    """The Spark partition id of the running task, or None outside a Spark task."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        return None
+    ctx = TaskContext.get()
+    return None if ctx is None else ctx.partitionId()
 
 
 def window_block(w, s) -> int:
@@ -111,6 +139,11 @@ class Kernel:
     # "group": rows ordered by (GROUP-BY, time), one engine run per GROUP-BY value; "time": rows
     # ordered by time alone, one engine run per call (the engines group internally)
     order: str = "group"
+    # Spark: fingerprint of the partitioning (plan_fingerprint) and how tagged input is ordered
+    plan_tag: int | None = None
+    tag_block: int = 0  # windows per block of tagged input (0: no window replication)
+    tag_order: str = "time"
+    cepvec_version: str = ""
 
     @property
     def query(self) -> Query:
@@ -138,10 +171,34 @@ class Kernel:
         return process_batches(batches, self)
 
 
+def data_unit(time_dtype, time_unit: str | None) -> str:
+    """The unit the kernel computes times in, for a time column of ``time_dtype``."""
+    if isinstance(time_dtype, pl.Datetime):
+        return time_dtype.time_unit
+    if time_dtype == pl.Date:
+        return "s"
+    return time_unit or "s"
+
+
+def spark_layout(q: Query, time_dtype, time_unit: str | None, block_override: int | None = None):
+    """``(strategy, block, order, fingerprint)`` of tagged Spark input for ``q`` (see :func:`partition_plan`)."""
+    plan = partition_plan(q)
+    unit = data_unit(time_dtype, time_unit)
+    block = 0
+    if plan.strategy == "window":
+        w = duration_to_units(q.window.within, unit, "WITHIN")
+        s = duration_to_units(q.window.slide, unit, "SLIDE")
+        block = block_override or window_block(w, s)
+    order = "time" if plan.strategy == "key" else "group"
+    return plan.strategy, block, order, plan_fingerprint(q, plan.strategy, block, unit)
+
+
 def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "time",
                 time_unit: str | None = None, numeric: str = "int64", engine: str = "auto",
-                block_col: str | None = None, window_block: int = 1, order: str = "group") -> Kernel:
+                block_col: str | None = None, window_block: int = 1, order: str = "group",
+                spark_window_block: int | None = None) -> Kernel:
     """See :func:`cepvec.kernel`."""
+    from . import __version__
     from .api import compile
     from .engines import resolve_engine
 
@@ -163,6 +220,7 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
                 f"the input schema has no column {missing[0]!r} that the query reads; columns are: "
                 f"{', '.join(types)}")
         types = {c: types[c] for c in cols}
+        validate_schema(q, types, time_unit, numeric)
     if block_col is not None and q.window.kind != "slide":
         raise CepvecPlanError(f"block_col needs a WITHIN ... SLIDE query; this one's window is {q.window.kind!r}")
     if not isinstance(window_block, int) or window_block < 1:
@@ -172,8 +230,19 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
                               f"'time' (sorted by time alone); found {order!r}")
     if order == "time" and block_col is not None:
         raise CepvecPlanError("order='time' cannot be combined with window replication (block_col)")
+    _, tag_block, tag_order, tag = spark_layout(q, types[q.time_col], time_unit, spark_window_block)
     return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types, typed=schema is not None,
-                  block_col=block_col, window_block=window_block, order=order)
+                  block_col=block_col, window_block=window_block, order=order, plan_tag=tag,
+                  tag_block=tag_block, tag_order=tag_order, cepvec_version=__version__)
+
+
+def validate_schema(q: Query, types: dict, time_unit: str | None, numeric: str) -> None:
+    """The checks ``cepvec.run`` makes on a local frame, on a schema alone (driver side, before any job)."""
+    from .frontend import check_predicate_types, prepare
+
+    prep = prepare(q, pl.DataFrame(schema=types), time_unit=time_unit, check_types=False)
+    output_schema(q, types, prep.time_dtype, numeric)
+    check_predicate_types(q, types)
 
 
 def _polars_types(schema) -> dict:
@@ -197,11 +266,15 @@ def process_batches(batches, k: Kernel):
     q = k.query
     engine = resolve_engine(q, k.engine, k.input_schema if k.typed else None)
     out_schema = k.arrow_schema
+    batches, tagged = _check_tags(batches, k)
+    order, block_col, block = k.order, k.block_col, k.window_block
+    if tagged:  # laid out by cepvec.partition: its order and window blocks
+        order, block_col, block = k.tag_order, (BLOCK_COL if k.tag_block else None), k.tag_block
     # run key: one engine run per GROUP-BY value (and block of window ids), or per call (order="time")
-    group = list(q.group_by) if k.order == "group" else []
+    group = list(q.group_by) if order == "group" else []
     order_text = ", ".join(group + [q.time_col])
-    if k.block_col is not None:
-        group.append(k.block_col)
+    if block_col is not None:
+        group.append(block_col)
         order_text = ", ".join(group + [q.time_col])
     seen_groups: set = set()
     cur_key = None
@@ -220,10 +293,10 @@ def process_batches(batches, k: Kernel):
         else:
             res = cur.finish(cur_prep)
         cur = None
-        if k.block_col is not None and len(res):
+        if block_col is not None and len(res):
             # keep the block's own windows; the others see only part of their events
-            first = cur_key[-1] * k.window_block
-            lo, hi = time_values_to_output([first * cur_prep.s, (first + k.window_block) * cur_prep.s],
+            first = cur_key[-1] * block
+            lo, hi = time_values_to_output([first * cur_prep.s, (first + block) * cur_prep.s],
                                            cur_prep.unit, cur_prep.time_dtype)
             res = res.filter((pl.col("window_start") >= lo) & (pl.col("window_start") < hi))
         if not len(res):
@@ -260,7 +333,8 @@ def process_batches(batches, k: Kernel):
                     raise CepvecDataError(
                         f"input is not ordered by the GROUP-BY attributes: group {dict(zip(group, key))} "
                         f"appears again at row {n_seen + a} after other groups; sort each partition by "
-                        f"({order_text}) and repartition by ({', '.join(q.group_by or [k.block_col])})")
+                        f"({order_text}) and repartition by ({', '.join(q.group_by or [block_col])}), or let "
+                        "cepvec.partition(q, df) do it")
                 seen_groups.add(key)
                 cur_key = key
                 last_time = None
@@ -277,7 +351,8 @@ def process_batches(batches, k: Kernel):
                 bad = a if (last_time is not None and seg_t[0] < last_time) else a + int(np.argmax(back)) + 1
                 raise CepvecDataError(
                     f"input is not ordered by time within group {dict(zip(group, key)) or '(all)'}: row "
-                    f"{n_seen + bad} goes back in time; sort each partition by ({order_text})")
+                    f"{n_seen + bad} goes back in time; sort each partition by ({order_text}), or let "
+                    "cepvec.partition(q, df) do it")
             last_time = int(seg_t[-1]) if len(seg_t) else last_time
             if engine == "reference":
                 cur.append(df[a:b])
@@ -290,6 +365,65 @@ def process_batches(batches, k: Kernel):
     elif n_seen == 0:
         # an empty partition gives one empty batch of the output schema
         yield pa.RecordBatch.from_arrays([pa.array([], f.type) for f in out_schema], schema=out_schema)
+
+
+def _check_tags(batches, k: Kernel):
+    """``(batches, tagged)``: refuse Spark input that skipped or undid ``cepvec.partition``.
+
+    In a Spark task every row must carry the partition id of that task and the kernel's plan
+    fingerprint; outside Spark (plain pyarrow iterators) untagged input is the caller's
+    responsibility (each call holds whole groups), and tagged input is checked the same way.
+    """
+    import itertools
+
+    from . import __version__
+
+    task = _task_partition()
+    if task is not None and k.cepvec_version and k.cepvec_version != __version__:
+        import cepvec
+
+        raise CepvecPlanError(
+            f"the Spark workers import cepvec {__version__} from {cepvec.__file__}, but the kernel was built "
+            f"by cepvec {k.cepvec_version}; run the workers with the driver's Python (set PYSPARK_PYTHON to "
+            "it, e.g. os.environ['PYSPARK_PYTHON'] = sys.executable before creating the SparkSession)")
+    batches = iter(batches)
+    first = next((b for b in batches if b.num_rows), None)
+    if first is None:
+        return iter(()), False
+    names = first.schema.names
+    tagged = PART_COL in names
+    if not tagged:
+        if task is not None:
+            raise CepvecPlanError(
+                "this mapInArrow input was not laid out by cepvec.partition: a cepvec kernel needs every event of "
+                "a group (or window block) in one Spark partition, sorted by time, and checks it. Use "
+                "cepvec.partition(q, df).mapInArrow(k, k.schema), or cepvec.run(q, df), which does both "
+                "(docs/spark.md)")
+        return itertools.chain([first], batches), False
+
+    def checked():
+        for b in itertools.chain([first], batches):
+            if not b.num_rows:
+                continue
+            part = b.column(PART_COL)
+            plan = b.column(PLAN_COL)
+            lo, hi = pa.compute.min_max(part).values()
+            want = task if task is not None else first.column(PART_COL)[0]
+            if lo != hi or lo.as_py() != (want.as_py() if hasattr(want, "as_py") else want):
+                raise CepvecPlanError(
+                    f"rows tagged for Spark partition {lo.as_py()}..{hi.as_py()} reached the task of partition "
+                    f"{want.as_py() if hasattr(want, 'as_py') else want}: the DataFrame was repartitioned or "
+                    "coalesced after cepvec.partition, which breaks the grouping the kernel needs. Call "
+                    "mapInArrow right after cepvec.partition (filters and selects are fine, shuffles are not)")
+            plo, phi = pa.compute.min_max(plan).values()
+            if plo != phi or plo.as_py() != k.plan_tag:
+                raise CepvecPlanError(
+                    "the input was laid out by cepvec.partition for another query or other settings (query text, "
+                    "type/time columns, time_unit, window_block) than this kernel; build both from the same "
+                    "arguments: cepvec.partition(q, df, ...) and cepvec.kernel(q, df.schema, ...)")
+            yield b.drop_columns([c for c in (PART_COL, PLAN_COL) if c in b.schema.names])
+
+    return checked(), True
 
 
 @dataclass(frozen=True)
@@ -360,4 +494,4 @@ def _to_arrow(res: pl.DataFrame, schema: pa.Schema) -> pa.RecordBatch:
 
 
 __all__ = ["Kernel", "make_kernel", "process_batches", "duration_to_units", "PartitionPlan", "partition_plan",
-           "window_block"]
+           "window_block", "spark_layout", "validate_schema", "BLOCK_COL", "PART_COL", "PLAN_COL"]

@@ -7,6 +7,6 @@ The adapter only partitions, sorts and calls :func:`cepvec.kernel` through
 
 from __future__ import annotations
 
-from .run import partition_plan, run_spark
+from .run import partition, partition_plan, run_spark
 
-__all__ = ["run_spark", "partition_plan"]
+__all__ = ["run_spark", "partition", "partition_plan"]

@@ -17,13 +17,12 @@ except ImportError as e:  # pragma: no cover - exercised only without pyspark
         "cepvec.spark_adapter needs PySpark: pip install 'cepvec[spark]' (pyspark>=4, pandas>=2.2,<3)"
     ) from e
 
-from cepvec.arrow_kernel import Kernel, PartitionPlan, make_kernel, partition_plan
-from cepvec.arrow_kernel import window_block as default_window_block
+from cepvec.arrow_kernel import BLOCK_COL, PART_COL, PLAN_COL, TAG_COLS, Kernel, PartitionPlan, make_kernel, \
+    partition_plan
 from cepvec.errors import CepvecPlanError, CepvecTypeError
 from cepvec.frontend import TIME_UNITS, duration_to_units
 from cepvec.query import Query
 
-BLOCK_COL = "__cepvec_block"  # block id j of a replicated event (windows j*B .. j*B + B - 1)
 _NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
 
 
@@ -73,7 +72,8 @@ def replicate_to_blocks(q: Query, df: DataFrame, time_unit: str | None, block: i
     The windows ``k >= 0`` with ``k*s <= t < k*s + w`` run from
     ``kmin = max(0, floor((t - w) / s) + 1)`` to ``kmax = floor(t / s)``; the
     event goes to blocks ``kmin div block .. kmax div block`` (none for an
-    event in a gap between windows, ``s > w``, or before time 0). Integer
+    event in a gap between windows, ``s > w``; block 0 for an event before
+    time 0, which the kernel then refuses as the local run does). Integer
     arithmetic throughout (no doubles: nanosecond times exceed 2**53).
     """
     t, w, s = slide_units(q, df, time_unit)
@@ -85,31 +85,32 @@ def replicate_to_blocks(q: Query, df: DataFrame, time_unit: str | None, block: i
     out = df.withColumn(tmp["t"], t)
     out = out.withColumn(tmp["lo"], F.greatest(F.lit(0).cast("long"), floor_div(f"{tmp['t']} - {w}L") + 1))
     out = out.withColumn(tmp["hi"], floor_div(tmp["t"]))
-    out = out.where(F.col(tmp["lo"]) <= F.col(tmp["hi"]))
-    blocks = F.sequence(F.expr(f"{tmp['lo']} div {block}L"), F.expr(f"{tmp['hi']} div {block}L"))
+    # an event before time 0 goes to block 0, where the kernel reports it (docs/semantics.md 6)
+    negative = F.col(tmp["t"]) < 0
+    out = out.where((F.col(tmp["lo"]) <= F.col(tmp["hi"])) | negative)
+    blocks = F.when(negative, F.array(F.lit(0).cast("long"))).otherwise(
+        F.sequence(F.expr(f"{tmp['lo']} div {block}L"), F.expr(f"{tmp['hi']} div {block}L")))
     return out.withColumn(BLOCK_COL, F.explode(blocks)).drop(*tmp.values())
 
 
 def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | None = None,
           numeric: str = "int64", window_block: int | None = None) -> tuple[DataFrame, Kernel, PartitionPlan]:
-    """The partitioned and sorted input of the kernel, the kernel, and the plan (before mapInArrow).
+    """The partitioned, sorted and tagged input of the kernel, the kernel, and the plan (before mapInArrow).
 
     ``window_block`` (window replication only): windows per block; default
     :func:`cepvec.arrow_kernel.window_block`, 1 gives one block per window
     (``ceil(w/s)`` copies of each event, one kernel run per window).
+    The schema is validated (and the kernel built) before any Spark job runs.
     """
     plan = partition_plan(q)
-    if BLOCK_COL in df.columns:
-        raise CepvecPlanError(f"the input has a column named {BLOCK_COL!r}, which cepvec.run uses itself; "
-                              "rename it")
-    block = None
-    if plan.strategy == "window":
-        _, w, s = slide_units(q, df, time_unit)
-        block = window_block or default_window_block(w, s)
+    clash = [c for c in TAG_COLS if c in df.columns]
+    if clash:
+        raise CepvecPlanError(f"the input has a column named {clash[0]!r}, which cepvec uses itself; rename it")
+    if window_block is not None and (not isinstance(window_block, int) or window_block < 1):
+        raise CepvecPlanError(f"window_block must be a positive integer; found {window_block!r}")
     # partitions by key are sorted by time alone: one engine run per partition, however many keys
     k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine,
-                    block_col=BLOCK_COL if block else None, window_block=block or 1,
-                    order="time" if plan.strategy == "key" else "group")
+                    spark_window_block=window_block)
     # only the columns the query reads cross to Python
     needed = [c for c in df.columns if c in {q.type_col, q.time_col, *q.attributes}]
     df = df.select(*[_col(c) for c in needed])
@@ -120,10 +121,18 @@ def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | Non
         staged = df.repartition(n, *cols).sortWithinPartitions(time)
     elif plan.strategy == "window":
         b = F.col(BLOCK_COL)
-        staged = replicate_to_blocks(q, df, time_unit, block).repartition(n, b).sortWithinPartitions(b, time)
+        staged = replicate_to_blocks(q, df, time_unit, k.tag_block).repartition(n, b).sortWithinPartitions(b, time)
     else:
         staged = df.repartition(1).sortWithinPartitions(time)
+    # tags: the partition each row sits in (evaluated in the same stage as mapInArrow) and the plan
+    staged = staged.withColumn(PART_COL, F.spark_partition_id()).withColumn(PLAN_COL, F.lit(k.plan_tag))
     return staged, k, plan
+
+
+def partition(q: Query, df: DataFrame, *, time_unit: str | None = None, window_block: int | None = None) -> DataFrame:
+    """``df`` laid out for ``cepvec.kernel(q, df.schema)``: see :func:`cepvec.partition`."""
+    staged, _, _ = stage(q, df, time_unit=time_unit, window_block=window_block)
+    return staged
 
 
 def run_spark(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | None = None,

@@ -301,7 +301,7 @@ def test_group_reappearing_in_a_later_batch_raises():
         drain(GROUPED, batches)
     assert str(e.value) == (
         "input is not ordered by the GROUP-BY attributes: group {'id': 0} appears again at row 4 after "
-        "other groups; sort each partition by (id, time) and repartition by (id)")
+        "other groups; sort each partition by (id, time) and repartition by (id), or let cepvec.partition(q, df) do it")
 
 
 def test_group_reappearing_in_the_same_batch_raises():
@@ -314,7 +314,7 @@ def test_time_going_back_inside_a_group_raises():
         drain(GROUPED, [batch(["A", "B", "A"], [5, 6, 4], [0, 0, 0])])
     assert str(e.value) == (
         "input is not ordered by time within group {'id': 0}: row 2 goes back in time; sort each "
-        "partition by (id, time)")
+        "partition by (id, time), or let cepvec.partition(q, df) do it")
 
 
 def test_time_going_back_across_batches_raises():
@@ -329,7 +329,7 @@ def test_time_going_back_without_group_by_raises():
         drain(UNGROUPED, [batch(["A", "B"], [5, 6], [0, 1]), batch(["A", "B"], [7, 3], [0, 1])])
     assert str(e.value) == (
         "input is not ordered by time within group (all): row 3 goes back in time; sort each partition "
-        "by (time)")
+        "by (time), or let cepvec.partition(q, df) do it")
 
 
 def test_unordered_input_from_shuffled_rows_raises():

@@ -85,6 +85,9 @@ def write_table(df: pl.DataFrame, path: str | Path) -> None:
         raise CliError(f"cannot write output file '{path}': {exc}") from exc
 
 
+QUERY_FILE_SUFFIXES = (".cep", ".txt", ".sql", ".query")
+
+
 def read_query(arg: str) -> str:
     """``arg`` itself, or the contents of the file it names if that file exists."""
     try:
@@ -92,6 +95,11 @@ def read_query(arg: str) -> str:
     except (OSError, ValueError):  # query text too long for a file name, or with a NUL
         is_file = False
     if not is_file:
+        # one word that names a file (a query always has spaces): say it is missing instead of
+        # parsing the file name as query text
+        if arg and not any(c.isspace() for c in arg) and (
+                "/" in arg or "\\" in arg or Path(arg).suffix.lower() in QUERY_FILE_SUFFIXES):
+            raise CliError(f"query file '{arg}' does not exist; pass the query text in quotes or an existing file")
         return arg
     try:
         return Path(arg).read_text(encoding="utf-8")
@@ -196,7 +204,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             _progress(f"[{i}/{total}] compiling the {engine} kernels (Numba; cached after the "
                       "first run)")
             t0 = time.perf_counter()
-            run(q, events.head(64), engine=args.engine)
+            # a prefix with events of every type of the query (the first 64 may miss a rare one)
+            types = pl.col(q.type_col).cast(pl.String)
+            prefix = pl.concat([events.head(64), events.filter(types.is_in(list(q.event_types)))
+                                .group_by(types, maintain_order=True).head(8).select(events.columns)]
+                               ).sort(q.time_col, maintain_order=True)
+            run(q, prefix, engine=args.engine)
             warmup = time.perf_counter() - t0
         _progress(f"[{i}/{total}] running {demo['title'].split(':')[0]} with engine {engine}")
         t0 = time.perf_counter()

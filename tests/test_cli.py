@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -305,3 +306,19 @@ def test_help_exits_0(capsys):
     assert "evaluate a query over an event file" in capsys.readouterr().out
     assert main(["run", "--help"]) == 0
     assert "--time-unit {s,ms,us,ns}" in capsys.readouterr().out
+
+
+def test_missing_query_file_is_named(tmp_path, capsys):
+    events = tmp_path / "ev.csv"
+    pl.DataFrame({"type": ["A"], "time": [1]}).write_csv(events)
+    for name in ["q_missing.cep", "queries/q1"]:
+        assert main(["run", name, str(events)]) == 2
+        assert capsys.readouterr().err == (
+            f"error: query file '{name}' does not exist; pass the query text in quotes or an existing file\n")
+
+
+def test_demo_warms_up_without_warning_about_its_own_queries(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a CepvecWarning would fail the demo
+        assert main(["demo", "--events", "300", "--seed", "0"]) == 0
+    assert "check the spelling" not in capsys.readouterr().err

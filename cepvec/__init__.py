@@ -7,12 +7,13 @@ run(query, events) -> DataFrame   evaluate it over a Polars / Arrow / pandas tab
 matches(query, events)            the matches themselves (reference engine)
 kernel(query, schema)             a function for Spark's df.mapInArrow
 partition(query, spark_df)        lay out a Spark DataFrame for that function
+spark_errors()                    Spark worker errors back as cepvec errors
 
 See ``docs/language.md`` for the query language and ``docs/semantics.md``
 for what a query means.
 """
 
-from .api import compile, kernel, matches, partition, run
+from .api import compile, kernel, matches, partition, run, spark_errors
 from .errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
                      CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
                      NotSupportedError, UnsupportedByEngine)
@@ -21,7 +22,7 @@ from .query import Query
 __version__ = "0.1.0"
 
 __all__ = [
-    "compile", "run", "matches", "kernel", "partition", "Query",
+    "compile", "run", "matches", "kernel", "partition", "spark_errors", "Query",
     "CepvecError", "CepvecSyntaxError", "CepvecQueryError", "NotSupportedError",
     "CepvecPlanError", "CepvecTypeError", "CepvecDataError", "CepvecOverflowError",
     "UnsupportedByEngine", "CepvecWarning",

@@ -271,6 +271,38 @@ def partition(query, df, *, time_unit: str | None = None, window_block: int | No
     return spark_partition(q, df, time_unit=time_unit, window_block=window_block)
 
 
+def spark_errors():
+    """A context manager (or decorator) that turns a Spark worker's cepvec error back into that error.
+
+    A cepvec kernel checks what only the data can show (null times, rows out
+    of order, input that skipped :func:`partition`) in the Spark tasks, so the
+    error reaches the driver inside a ``pyspark.errors.PythonException``.
+    Wrap the action of a cepvec pipeline (``collect``, ``toPandas``,
+    ``write``, ...) to get the cepvec error instead, with its class and
+    message; the Spark exception is kept as ``spark_exception``. Other
+    exceptions pass unchanged.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+
+    Raises
+    ------
+    CepvecError
+        The subclass the worker raised (``CepvecDataError``, ``CepvecPlanError``,
+        ...); ``CepvecPlanError`` when the workers cannot import cepvec (set
+        ``PYSPARK_PYTHON``).
+
+    Examples
+    --------
+    ``with cepvec.spark_errors(): rows = cepvec.run(q, spark_df).collect()``
+    (see ``docs/spark.md``).
+    """
+    from .spark_adapter.errors import spark_errors as spark_errors_  # noqa: PLC0415  (optional dependency)
+
+    return spark_errors_()
+
+
 def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time",
            time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", order: str = "group",
            window_block: int | None = None):
@@ -324,4 +356,4 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
                        spark_window_block=window_block)
 
 
-__all__ = ["compile", "run", "matches", "kernel", "partition"]
+__all__ = ["compile", "run", "matches", "kernel", "partition", "spark_errors"]

@@ -35,6 +35,7 @@ picks the strategy for a query.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -143,7 +144,11 @@ class Kernel:
     plan_tag: int | None = None
     tag_block: int = 0  # windows per block of tagged input (0: no window replication)
     tag_order: str = "time"
+    spark_window_block: int | None = None  # window_block given to cepvec.partition (None: the default)
+    # the driver's cepvec: version and a fingerprint of its source (build_id); a worker that
+    # imports another copy refuses to run (docs/spark.md, "Running on a cluster")
     cepvec_version: str = ""
+    cepvec_build: str = ""
 
     @property
     def query(self) -> Query:
@@ -230,10 +235,34 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
                               f"'time' (sorted by time alone); found {order!r}")
     if order == "time" and block_col is not None:
         raise CepvecPlanError("order='time' cannot be combined with window replication (block_col)")
+    # a schema-less kernel guesses an integer time column here and redoes the layout from the
+    # first batch's time type in the worker (_check_tags)
     _, tag_block, tag_order, tag = spark_layout(q, types[q.time_col], time_unit, spark_window_block)
     return Kernel(q.text, q.type_col, q.time_col, time_unit, numeric, engine, types, typed=schema is not None,
                   block_col=block_col, window_block=window_block, order=order, plan_tag=tag,
-                  tag_block=tag_block, tag_order=tag_order, cepvec_version=__version__)
+                  tag_block=tag_block, tag_order=tag_order, spark_window_block=spark_window_block,
+                  cepvec_version=__version__, cepvec_build=build_id())
+
+
+@functools.lru_cache(maxsize=1)
+def build_id() -> str:
+    """A fingerprint of the cepvec code this process runs: its version and the source of cepvec and its kernels.
+
+    Computed once per process (~1 ms). The driver puts it in every kernel; a
+    Spark worker whose cepvec has another fingerprint runs another copy of
+    cepvec (the usual cause: the driver runs in a virtualenv and the workers
+    start the system ``python3`` because ``PYSPARK_PYTHON`` is not set).
+    """
+    import hashlib
+    from pathlib import Path
+
+    from . import __version__, kernels
+
+    h = hashlib.blake2b(__version__.encode(), digest_size=8)
+    for pkg in (Path(__file__).parent, Path(kernels.__file__).parent):
+        for f in sorted(pkg.glob("*.py")):
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 def validate_schema(q: Query, types: dict, time_unit: str | None, numeric: str) -> None:
@@ -266,16 +295,25 @@ def process_batches(batches, k: Kernel):
     q = k.query
     engine = resolve_engine(q, k.engine, k.input_schema if k.typed else None)
     out_schema = k.arrow_schema
-    batches, tagged = _check_tags(batches, k)
+    batches, layout = _check_tags(batches, k, q)
     order, block_col, block = k.order, k.block_col, k.window_block
-    if tagged:  # laid out by cepvec.partition: its order and window blocks
-        order, block_col, block = k.tag_order, (BLOCK_COL if k.tag_block else None), k.tag_block
+    if layout is not None:  # laid out by cepvec.partition: its order and window blocks
+        order, block = layout
+        block_col = BLOCK_COL if block else None
     # run key: one engine run per GROUP-BY value (and block of window ids), or per call (order="time")
     group = list(q.group_by) if order == "group" else []
     order_text = ", ".join(group + [q.time_col])
     if block_col is not None:
         group.append(block_col)
         order_text = ", ".join(group + [q.time_col])
+    if layout is not None:  # cepvec.partition sorted it: something in between reordered the rows
+        fix_group = fix_time = (
+            "the rows were reordered after cepvec.partition (a sort, repartition or coalesce between "
+            "cepvec.partition and mapInArrow); call mapInArrow right after cepvec.partition")
+    else:
+        fix_time = f"sort each partition by ({order_text}), or let cepvec.partition(q, df) do it"
+        fix_group = (f"sort each partition by ({order_text}) and repartition by "
+                     f"({', '.join(q.group_by or [block_col or ''])}), or let cepvec.partition(q, df) do it")
     seen_groups: set = set()
     cur_key = None
     cur = None  # LinearRun or list of frames (reference)
@@ -332,9 +370,7 @@ def process_batches(batches, k: Kernel):
                 if key in seen_groups:
                     raise CepvecDataError(
                         f"input is not ordered by the GROUP-BY attributes: group {dict(zip(group, key))} "
-                        f"appears again at row {n_seen + a} after other groups; sort each partition by "
-                        f"({order_text}) and repartition by ({', '.join(q.group_by or [block_col])}), or let "
-                        "cepvec.partition(q, df) do it")
+                        f"appears again at row {n_seen + a} after other groups; {fix_group}")
                 seen_groups.add(key)
                 cur_key = key
                 last_time = None
@@ -351,8 +387,7 @@ def process_batches(batches, k: Kernel):
                 bad = a if (last_time is not None and seg_t[0] < last_time) else a + int(np.argmax(back)) + 1
                 raise CepvecDataError(
                     f"input is not ordered by time within group {dict(zip(group, key)) or '(all)'}: row "
-                    f"{n_seen + bad} goes back in time; sort each partition by ({order_text}), or let "
-                    "cepvec.partition(q, df) do it")
+                    f"{n_seen + bad} goes back in time; {fix_time}")
             last_time = int(seg_t[-1]) if len(seg_t) else last_time
             if engine == "reference":
                 cur.append(df[a:b])
@@ -367,63 +402,74 @@ def process_batches(batches, k: Kernel):
         yield pa.RecordBatch.from_arrays([pa.array([], f.type) for f in out_schema], schema=out_schema)
 
 
-def _check_tags(batches, k: Kernel):
-    """``(batches, tagged)``: refuse Spark input that skipped or undid ``cepvec.partition``.
+def _check_tags(batches, k: Kernel, q: Query):
+    """``(batches, layout)``: refuse Spark input that skipped or undid ``cepvec.partition``.
 
-    In a Spark task every row must carry the partition id of that task and the kernel's plan
-    fingerprint; outside Spark (plain pyarrow iterators) untagged input is the caller's
-    responsibility (each call holds whole groups), and tagged input is checked the same way.
+    ``layout`` is ``(order, window block)`` of tagged input, None for untagged
+    input. In a Spark task every row must carry the partition id of that task
+    and the kernel's plan fingerprint; outside Spark (plain pyarrow iterators)
+    untagged input is the caller's responsibility (each call holds whole
+    groups), and tagged input is checked the same way. A schema-less kernel
+    validates the first batch's column types here (the driver had no schema)
+    and takes the layout from its time type.
     """
     import itertools
 
-    from . import __version__
-
     task = _task_partition()
-    if task is not None and k.cepvec_version and k.cepvec_version != __version__:
+    if task is not None and k.cepvec_build and k.cepvec_build != build_id():
+        import sys
+
         import cepvec
 
         raise CepvecPlanError(
-            f"the Spark workers import cepvec {__version__} from {cepvec.__file__}, but the kernel was built "
-            f"by cepvec {k.cepvec_version}; run the workers with the driver's Python (set PYSPARK_PYTHON to "
-            "it, e.g. os.environ['PYSPARK_PYTHON'] = sys.executable before creating the SparkSession)")
+            f"the Spark workers run another copy of cepvec than the driver that built this kernel: the worker "
+            f"imports cepvec {cepvec.__version__} from {cepvec.__file__} with {sys.executable}, the driver had "
+            f"cepvec {k.cepvec_version or '?'} with other source files. Run the workers with the driver's Python: "
+            "set PYSPARK_PYTHON to it (os.environ['PYSPARK_PYTHON'] = sys.executable before the SparkSession is "
+            "created, or spark.pyspark.python), or install the driver's cepvec on the workers")
     batches = iter(batches)
     first = next((b for b in batches if b.num_rows), None)
     if first is None:
-        return iter(()), False
+        return iter(()), None
     names = first.schema.names
-    tagged = PART_COL in names
-    if not tagged:
+    tag, layout = k.plan_tag, (k.tag_order, k.tag_block)
+    if not k.typed:
+        types = dict(pl.from_arrow(first.schema.empty_table()).schema)
+        types = {c: dt for c, dt in types.items() if c not in TAG_COLS}
+        validate_schema(q, types, k.time_unit, k.numeric)
+        _, block, order, tag = spark_layout(q, types[q.time_col], k.time_unit, k.spark_window_block)
+        layout = (order, block)
+    if PART_COL not in names:
         if task is not None:
             raise CepvecPlanError(
                 "this mapInArrow input was not laid out by cepvec.partition: a cepvec kernel needs every event of "
                 "a group (or window block) in one Spark partition, sorted by time, and checks it. Use "
                 "cepvec.partition(q, df).mapInArrow(k, k.schema), or cepvec.run(q, df), which does both "
                 "(docs/spark.md)")
-        return itertools.chain([first], batches), False
+        return itertools.chain([first], batches), None
+    want = task if task is not None else first.column(PART_COL)[0].as_py()
 
     def checked():
         for b in itertools.chain([first], batches):
             if not b.num_rows:
                 continue
-            part = b.column(PART_COL)
-            plan = b.column(PLAN_COL)
-            lo, hi = pa.compute.min_max(part).values()
-            want = task if task is not None else first.column(PART_COL)[0]
-            if lo != hi or lo.as_py() != (want.as_py() if hasattr(want, "as_py") else want):
+            lo, hi = (v.as_py() for v in pa.compute.min_max(b.column(PART_COL)).values())
+            if lo != want or hi != want:
+                got = lo if lo == hi else f"{lo}..{hi}"
                 raise CepvecPlanError(
-                    f"rows tagged for Spark partition {lo.as_py()}..{hi.as_py()} reached the task of partition "
-                    f"{want.as_py() if hasattr(want, 'as_py') else want}: the DataFrame was repartitioned or "
-                    "coalesced after cepvec.partition, which breaks the grouping the kernel needs. Call "
-                    "mapInArrow right after cepvec.partition (filters and selects are fine, shuffles are not)")
-            plo, phi = pa.compute.min_max(plan).values()
-            if plo != phi or plo.as_py() != k.plan_tag:
+                    f"rows tagged for Spark partition {got} reached the task of partition {want}: the DataFrame "
+                    "was repartitioned or coalesced after cepvec.partition, which breaks the grouping the kernel "
+                    "needs. Call mapInArrow right after cepvec.partition (filters and selects are fine, shuffles "
+                    "are not)")
+            plo, phi = (v.as_py() for v in pa.compute.min_max(b.column(PLAN_COL)).values())
+            if plo != tag or phi != tag:
                 raise CepvecPlanError(
                     "the input was laid out by cepvec.partition for another query or other settings (query text, "
                     "type/time columns, time_unit, window_block) than this kernel; build both from the same "
                     "arguments: cepvec.partition(q, df, ...) and cepvec.kernel(q, df.schema, ...)")
             yield b.drop_columns([c for c in (PART_COL, PLAN_COL) if c in b.schema.names])
 
-    return checked(), True
+    return checked(), layout
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ The adapter only partitions, sorts and calls :func:`cepvec.kernel` through
 
 from __future__ import annotations
 
+from .errors import cepvec_error, spark_errors
 from .run import partition, partition_plan, run_spark
 
-__all__ = ["run_spark", "partition", "partition_plan"]
+__all__ = ["run_spark", "partition", "partition_plan", "spark_errors", "cepvec_error"]

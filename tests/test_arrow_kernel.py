@@ -579,3 +579,76 @@ def test_time_ordered_kernel_checks_time_order_and_its_option():
         list(k(iter([batch(["A", "B", "A"], [5, 6, 4], [0, 1, 0])])))
     with pytest.raises(CepvecError, match="order must be 'group'"):
         cepvec.kernel(GROUPED, order="id")
+
+
+# --------------------------------------------------------------------------- schema checks and partition tags
+
+
+@pytest.mark.parametrize(("column", "values", "message"), [
+    ("time", ["1", "2"], "time column 'time' must be an integer or a timestamp; found String"),
+    ("time", [1.0, 2.0], "time column 'time' must be an integer or a timestamp; found Float64"),
+    ("type", [1, 2], "type column 'type' must hold event type names"),
+    ("x", ["5", "6"], "predicate A.x > 3 compares column 'x' (String, a string) with 3 (a number)"),
+])
+def test_schemaless_kernel_checks_the_first_batch(column, values, message):
+    # without a schema nothing is known on the driver; the first batch's types are checked like a local frame
+    data = {"type": ["A", "B"], "time": [1, 2], "x": [5, 6]} | {column: values}
+    k = cepvec.kernel("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE A.x > 3 WITHIN 10")
+    with pytest.raises(cepvec.CepvecTypeError, match=re.escape(message)):
+        list(k(iter([pa.record_batch(data)])))
+    with pytest.raises(cepvec.CepvecTypeError, match=re.escape(message)):  # the same check as with a schema
+        cepvec.kernel("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE A.x > 3 WITHIN 10", pa.record_batch(data).schema)
+
+
+def tagged(k: Kernel, df: pl.DataFrame, part: int = 0, plan: int | None = None) -> pl.DataFrame:
+    """``df`` with the columns cepvec.partition adds (outside Spark the task's partition id is the first row's)."""
+    from cepvec.arrow_kernel import PART_COL, PLAN_COL
+
+    return df.with_columns(pl.lit(part, pl.Int32).alias(PART_COL),
+                           pl.lit(k.plan_tag if plan is None else plan, pl.Int64).alias(PLAN_COL))
+
+
+def test_tagged_input_is_checked_outside_spark_too():
+    from cepvec.arrow_kernel import PART_COL
+
+    text = GROUPED  # tagged input of a GROUP-BY query is ordered by time alone (cepvec.partition's layout)
+    k = cepvec.kernel(text, ABCD.to_arrow().schema)
+    rows = tagged(k, ABCD.sort("time"))
+    assert_same(collect(k, rows.to_arrow().to_batches(max_chunksize=50)), cepvec.run(text, ABCD).sort("id"))
+    moved = rows.with_columns(pl.when(pl.int_range(pl.len()) == 70).then(1).otherwise(pl.col(PART_COL))
+                              .cast(pl.Int32).alias(PART_COL))
+    with pytest.raises(cepvec.CepvecPlanError, match=re.escape("rows tagged for Spark partition 0..1 reached the "
+                                                               "task of partition 0: the DataFrame was repartitioned")):
+        collect(k, moved.to_arrow().to_batches(max_chunksize=50))
+    with pytest.raises(CepvecDataError, match="goes back in time; the rows were reordered after cepvec.partition"):
+        collect(k, rows.reverse().to_arrow().to_batches())
+    with pytest.raises(cepvec.CepvecPlanError, match="laid out by cepvec.partition for another query"):
+        collect(k, tagged(k, ABCD.sort("time"), plan=k.plan_tag ^ 1).to_arrow().to_batches())
+
+
+def test_schemaless_kernel_takes_the_layout_from_the_batches():
+    # SLIDE without GROUP-BY on a timestamp column: window blocks in microseconds, not the seconds a
+    # schema-less kernel would guess; the plan fingerprint must match what cepvec.partition computed
+    from cepvec.arrow_kernel import spark_layout
+
+    text = "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 20 s SLIDE 10 s"
+    df = ABCD.with_columns((pl.col("time") * 1_000_000).cast(pl.Datetime("us", "UTC")))
+    k = cepvec.kernel(text)
+    _, block, _, plan = spark_layout(k.query, pl.Datetime("us", "UTC"), None)
+    assert plan != k.plan_tag  # the guess (integer seconds) differs
+    from cepvec.arrow_kernel import BLOCK_COL
+
+    assert block == 64  # windows 0..63 in block 0: events before 640 s
+    df = df.filter(pl.col("time").dt.epoch("s") < 640)
+    rows = tagged(k, df, plan=plan).with_columns(pl.lit(0, pl.Int64).alias(BLOCK_COL))
+    want = cepvec.run(text, df).with_columns(pl.col("window_start", "window_end").dt.epoch("us"))
+    assert len(want)
+    assert_same(collect(k, rows.to_arrow().to_batches(max_chunksize=100)), want)
+
+
+def test_build_id_names_the_source():
+    from cepvec.arrow_kernel import build_id
+
+    k = cepvec.kernel(GROUPED)
+    assert k.cepvec_build == build_id() and re.fullmatch("[0-9a-f]{16}", k.cepvec_build)
+    assert pickle.loads(pickle.dumps(k)).cepvec_build == k.cepvec_build

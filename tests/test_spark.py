@@ -80,6 +80,11 @@ def test_shared_case_on_spark(spark, case):
     local = cepvec.run(case["query"], events, time_unit=unit)
     assert got.schema == local.schema
     assert_frames_equal(got.to_pandas(), local.to_pandas(), f"{case['_file']}: Spark vs local")
+    # the documented mapInArrow route gives the same rows
+    sdf = to_spark(spark, events)
+    k = cepvec.kernel(case["query"], sdf.schema, time_unit=unit)
+    routed = cepvec.partition(case["query"], sdf, time_unit=unit).mapInArrow(k, k.schema)
+    assert_frames_equal(routed.toPandas(), local.to_pandas(), f"{case['_file']}: partition + mapInArrow")
 
 
 # --------------------------------------------------------------------------- generated data
@@ -189,6 +194,10 @@ def test_slide_without_group_by_replicates_windows(spark, frames, data, text):
 
     small = pl.from_arrow(run_spark(cepvec.compile(text), sdf, window_block=3).toArrow())
     assert small.equals(local), f"{text} (3 windows per block)\nSpark:\n{small}\nlocal:\n{local}"
+    # the documented mapInArrow route, with the same small blocks
+    k = cepvec.kernel(text, sdf.schema, window_block=3)
+    routed = cepvec.partition(text, sdf, window_block=3).mapInArrow(k, k.schema)
+    assert_frames_equal(routed.toPandas(), local.to_pandas(), f"partition + mapInArrow: {text}")
 
 
 def test_window_replication_with_timestamps_and_units(spark):
@@ -268,17 +277,21 @@ def test_map_in_arrow_with_the_input_schema(frames):
 KEYLESS = "RETURN COUNT(*), SUM(B.x) PATTERN SEQ(A, B+, C) WHERE [id] WITHIN 20"
 NOT_LAID_OUT = "this mapInArrow input was not laid out by cepvec.partition"
 MOVED = "the DataFrame was repartitioned or coalesced after cepvec.partition"
+REORDERED = "the rows were reordered after cepvec.partition"
 
 
-def _raises_in_worker(df, k, *fragments):
-    with pytest.raises(PythonException) as e:
+def _raises_in_worker(df, k, cls, *fragments):
+    """The kernel raises ``cls`` in a task; cepvec.spark_errors gives it back on the driver, message first."""
+    with pytest.raises(cls) as e, cepvec.spark_errors():
         df.mapInArrow(k, k.schema).collect()
     msg = str(e.value)
-    if MOVED in fragments and "goes back in time" in msg:
-        # the task that kept its own partition id may fail first, on the order the shuffle scrambled
-        fragments = ("CepvecDataError", "goes back in time")
+    assert isinstance(e.value.spark_exception, PythonException)
+    assert "Traceback" not in msg and "SQLSTATE" not in msg, msg
+    if MOVED in fragments and REORDERED in msg:
+        # a task that kept its own partition id may fail first, on the order the shuffle scrambled
+        fragments = (REORDERED, "goes back in time")
     for f in fragments:
-        assert f in msg, msg[:2000]
+        assert f in msg, msg
 
 
 @pytest.mark.parametrize("text", [USER_QUERY, KEYLESS])
@@ -286,9 +299,12 @@ def test_skipping_the_partition_step_raises(frames, text):
     df = frames["abcd"]
     k = cepvec.kernel(text, df.schema)
     assert df.rdd.getNumPartitions() > 1
-    _raises_in_worker(df, k, "CepvecPlanError", NOT_LAID_OUT, "cepvec.partition(q, df).mapInArrow(k, k.schema)")
+    _raises_in_worker(df, k, cepvec.CepvecPlanError, NOT_LAID_OUT, "cepvec.partition(q, df).mapInArrow(k, k.schema)")
     # the user's own repartition and sort are not enough: the kernel cannot check them
-    _raises_in_worker(df.repartition("id").sortWithinPartitions("id", "time"), k, NOT_LAID_OUT)
+    _raises_in_worker(df.repartition("id").sortWithinPartitions("id", "time"), k, cepvec.CepvecPlanError,
+                      NOT_LAID_OUT)
+    # the short form without a schema, straight on the DataFrame (it gave 2 partial rows before the checks)
+    _raises_in_worker(df, cepvec.kernel(text), cepvec.CepvecPlanError, NOT_LAID_OUT)
 
 
 @pytest.mark.parametrize("text", [USER_QUERY, KEYLESS])
@@ -296,22 +312,64 @@ def test_a_shuffle_after_partition_raises(frames, text):
     df = frames["abcd"]
     k = cepvec.kernel(text, df.schema)
     laid_out = cepvec.partition(text, df)
-    _raises_in_worker(laid_out.repartition(3), k, "CepvecPlanError", MOVED)  # several partitions, keyless too
-    _raises_in_worker(laid_out.repartition(4, "type"), k, MOVED)  # wrong key
+    # several partitions (a keyless query's one partition spread over 3)
+    _raises_in_worker(laid_out.repartition(3), k, cepvec.CepvecPlanError, MOVED)
+    _raises_in_worker(laid_out.repartition(4, "type"), k, cepvec.CepvecPlanError, MOVED)  # wrong key
+    if text == USER_QUERY:  # 4 partitions into 1
+        _raises_in_worker(laid_out.coalesce(1), k, cepvec.CepvecPlanError, MOVED, "rows tagged for Spark partition 0..")
 
 
 def test_unsorted_partition_raises(frames):
     df = frames["abcd"]
     k = cepvec.kernel(USER_QUERY, df.schema)
     laid_out = cepvec.partition(USER_QUERY, df).sortWithinPartitions(F.col("time").desc())
-    _raises_in_worker(laid_out, k, "CepvecDataError", "goes back in time")
+    _raises_in_worker(laid_out, k, cepvec.CepvecDataError, "goes back in time", REORDERED)
 
 
 def test_partition_for_another_query_raises(frames):
     df = frames["abcd"]
     k = cepvec.kernel(USER_QUERY, df.schema)
     other = USER_QUERY.replace("WITHIN 20", "WITHIN 30")
-    _raises_in_worker(cepvec.partition(other, df), k, "laid out by cepvec.partition for another query")
+    _raises_in_worker(cepvec.partition(other, df), k, cepvec.CepvecPlanError,
+                      "laid out by cepvec.partition for another query")
+
+
+def test_a_worker_with_another_cepvec_raises(frames):
+    import dataclasses
+
+    df = frames["abcd"]
+    k = cepvec.kernel(USER_QUERY, df.schema)
+    elsewhere = dataclasses.replace(k, cepvec_build="0" * 16)  # as built by a driver with other cepvec sources
+    _raises_in_worker(cepvec.partition(USER_QUERY, df), elsewhere, cepvec.CepvecPlanError,
+                      "the Spark workers run another copy of cepvec", "set PYSPARK_PYTHON")
+
+
+def test_data_errors_come_back_as_cepvec_errors(spark, frames):
+    nulls = frames["abcd"].withColumn("time", F.when(F.col("time") == 7, None).otherwise(F.col("time")))
+    with pytest.raises(cepvec.CepvecDataError, match=r"^time column 'time' has \d+ null value\(s\)") as e, \
+            cepvec.spark_errors():
+        cepvec.run(USER_QUERY, nulls).collect()
+    assert str(e.value).endswith("Drop or fill those rows"), str(e.value)
+    # other errors pass unchanged
+    with pytest.raises(PythonException, match="ZeroDivisionError"), cepvec.spark_errors():
+        frames["abcd"].mapInArrow(lambda it: (b for b in it if 1 / 0), "id BIGINT").collect()
+
+
+def test_spark_error_text_is_parsed():
+    from cepvec.spark_adapter import cepvec_error
+
+    tb = ("An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"
+          '  File "x.py", line 1, in f\n')
+    err = cepvec_error(PythonException(tb + "cepvec.errors.CepvecOverflowError: SUM overflows int64\n"
+                                            "second line\n SQLSTATE: 38000\n\nJVM stacktrace:\n\tat org.x"))
+    assert type(err) is cepvec.CepvecOverflowError and str(err) == "SUM overflows int64\nsecond line"
+    missing = cepvec_error(PythonException(tb + "ModuleNotFoundError: No module named 'cepvec'"))
+    assert isinstance(missing, cepvec.CepvecPlanError) and "set PYSPARK_PYTHON" in str(missing).replace("Set", "set")
+    # a cepvec error followed by another exception, or none at all: not a cepvec error
+    assert cepvec_error(PythonException(tb + "cepvec.errors.CepvecDataError: x\n\nDuring handling of the above "
+                                             "exception, another exception occurred:\n\nKeyError: 1")) is None
+    assert cepvec_error(PythonException(tb + "KeyError: 1")) is None
+    assert cepvec_error(ValueError("cepvec.errors.CepvecDataError: x")) is None
 
 
 def test_bad_schema_is_refused_on_the_driver(frames, spark):
@@ -320,7 +378,11 @@ def test_bad_schema_is_refused_on_the_driver(frames, spark):
     with pytest.raises(cepvec.CepvecTypeError, match="time column 'time' must be an integer or a timestamp"):
         cepvec.kernel(USER_QUERY, as_string.schema)
     with pytest.raises(cepvec.CepvecTypeError, match="time column 'time' must be an integer or a timestamp"):
+        cepvec.partition(USER_QUERY, as_string)
+    with pytest.raises(cepvec.CepvecTypeError, match="time column 'time' must be an integer or a timestamp"):
         cepvec.run(USER_QUERY, df.withColumn("time", F.col("time").cast("double")))
+    with pytest.raises(cepvec.CepvecTypeError, match="type column 'type' must hold event type names"):
+        cepvec.kernel(USER_QUERY, df.withColumn("type", F.lit(1)).schema)
     with pytest.raises(cepvec.CepvecTypeError, match="predicate B.x > 'abc' compares column 'x'"):
         cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE B.x > 'abc'", df)
     with pytest.raises(cepvec.CepvecTypeError, match="cepvec.partition takes a Spark DataFrame"):
@@ -368,3 +430,11 @@ def test_timestamp_time_column_gives_timestamp_windows(spark, frames):
         got = normalize(got)
         for c in tcols:
             assert (got[c].astype("int64") // 10**9).tolist() == ints[c].to_list()
+    # a schema-less kernel takes the layout (time unit, window blocks) from the batches' timestamp type
+    text = "RETURN COUNT(*), SUM(B.x) PATTERN SEQ(A, B+, C) WHERE [id] WITHIN 20 s SLIDE 10 s"  # replicated
+    k = cepvec.kernel(text)
+    got = cepvec.partition(text, sdf).mapInArrow(k, k.schema).toPandas()
+    want = cepvec.run(text, local_df).with_columns(pl.col("window_start", "window_end").dt.epoch("us"),
+                                                   pl.col("SUM(B.x)").cast(pl.Float64))
+    assert len(want)
+    assert_frames_equal(got, want.to_pandas(), f"schema-less kernel on timestamps: {text}")

@@ -338,9 +338,11 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     ``cepvec.partition(q, df).mapInArrow(k, k.schema)``. In a Spark task the
     kernel refuses input without cepvec's partition tags, or whose rows were
     moved to another partition afterwards (:class:`CepvecPlanError`), and
-    unordered input (:class:`CepvecDataError`). With ``schema`` the schema
-    is validated here, on the driver. Outside Spark each call must hold
-    every event of its GROUP-BY values, ordered as ``order`` says. See
+    unordered input (:class:`CepvecDataError`); wrap the Spark action in
+    :func:`spark_errors` to get these as cepvec errors on the driver. With
+    ``schema`` the schema is validated here, on the driver; without it, on
+    the first batch of each task. Outside Spark each call must hold every
+    event of its GROUP-BY values, ordered as ``order`` says. See
     ``docs/spark.md``.
 
     Examples

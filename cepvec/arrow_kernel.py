@@ -219,11 +219,11 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
                 types[a.attr] = pl.Float64
     else:
         types = _polars_types(schema)
-        missing = [c for c in cols if c not in types]
-        if missing:
-            raise CepvecTypeError(
+        missing = sorted(c for c in cols if c not in types)
+        if missing:  # CepvecPlanError, as for a local frame without the column
+            raise CepvecPlanError(
                 f"the input schema has no column {missing[0]!r} that the query reads; columns are: "
-                f"{', '.join(types)}")
+                f"{', '.join(types)}. Rename the column, or pass type_col=/time_col= to cepvec.compile")
         types = {c: types[c] for c in cols}
         validate_schema(q, types, time_unit, numeric)
     if block_col is not None and q.window.kind != "slide":

@@ -108,6 +108,8 @@ def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | Non
         raise CepvecPlanError(f"the input has a column named {clash[0]!r}, which cepvec uses itself; rename it")
     if window_block is not None and (not isinstance(window_block, int) or window_block < 1):
         raise CepvecPlanError(f"window_block must be a positive integer; found {window_block!r}")
+    if q.time_col in df.columns:
+        time_in_units(q, df, time_unit)  # a time column of the wrong type, in Spark's terms
     # partitions by key are sorted by time alone: one engine run per partition, however many keys
     k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine,
                     spark_window_block=window_block)

@@ -381,6 +381,8 @@ def test_bad_schema_is_refused_on_the_driver(frames, spark):
         cepvec.partition(USER_QUERY, as_string)
     with pytest.raises(cepvec.CepvecTypeError, match="time column 'time' must be an integer or a timestamp"):
         cepvec.run(USER_QUERY, df.withColumn("time", F.col("time").cast("double")))
+    with pytest.raises(cepvec.CepvecPlanError, match="the input schema has no column 'time' that the query reads"):
+        cepvec.run(USER_QUERY, df.drop("time"))
     with pytest.raises(cepvec.CepvecTypeError, match="type column 'type' must hold event type names"):
         cepvec.kernel(USER_QUERY, df.withColumn("type", F.lit(1)).schema)
     with pytest.raises(cepvec.CepvecTypeError, match="predicate B.x > 'abc' compares column 'x'"):

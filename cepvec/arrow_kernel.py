@@ -246,23 +246,35 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
 
 @functools.lru_cache(maxsize=1)
 def build_id() -> str:
-    """A fingerprint of the cepvec code this process runs: its version and the source of cepvec and its kernels.
+    """A fingerprint of the cepvec code this process runs: ``"<version>:<hash of the source files>"``.
 
-    Computed once per process (~1 ms). The driver puts it in every kernel; a
-    Spark worker whose cepvec has another fingerprint runs another copy of
-    cepvec (the usual cause: the driver runs in a virtualenv and the workers
-    start the system ``python3`` because ``PYSPARK_PYTHON`` is not set).
+    The hash covers the ``.py`` files of ``cepvec`` and ``cepvec.kernels``,
+    read through ``importlib.resources`` (so a zip from ``--py-files`` hashes
+    like an installed copy); it is empty when no source is found (a build
+    without ``.py`` files). Computed once per process (~1 ms). The driver puts
+    it in every kernel; a Spark worker whose cepvec has another fingerprint
+    runs another copy of cepvec (the usual cause: the driver runs in a
+    virtualenv and the workers start the system ``python3`` because
+    ``PYSPARK_PYTHON`` is not set). See :func:`same_build`.
     """
     import hashlib
-    from pathlib import Path
+    from importlib.resources import files
 
-    from . import __version__, kernels
+    from . import __version__
 
-    h = hashlib.blake2b(__version__.encode(), digest_size=8)
-    for pkg in (Path(__file__).parent, Path(kernels.__file__).parent):
-        for f in sorted(pkg.glob("*.py")):
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
+    h = hashlib.blake2b(digest_size=8)
+    n = 0
+    for pkg in ("cepvec", "cepvec.kernels"):
+        for f in sorted((f for f in files(pkg).iterdir() if f.name.endswith(".py")), key=lambda f: f.name):
+            h.update(f"{pkg}/{f.name}".encode() + b"\0" + f.read_bytes())
+            n += 1
+    return f"{__version__}:{h.hexdigest() if n else ''}"
+
+
+def same_build(a: str, b: str) -> bool:
+    """Whether two :func:`build_id` values name the same cepvec (versions only when a side has no source)."""
+    (va, _, ha), (vb, _, hb) = a.partition(":"), b.partition(":")
+    return va == vb and (ha == hb or not ha or not hb)
 
 
 def validate_schema(q: Query, types: dict, time_unit: str | None, numeric: str) -> None:
@@ -416,7 +428,7 @@ def _check_tags(batches, k: Kernel, q: Query):
     import itertools
 
     task = _task_partition()
-    if task is not None and k.cepvec_build and k.cepvec_build != build_id():
+    if task is not None and k.cepvec_build and not same_build(k.cepvec_build, build_id()):
         import sys
 
         import cepvec

@@ -650,5 +650,10 @@ def test_build_id_names_the_source():
     from cepvec.arrow_kernel import build_id
 
     k = cepvec.kernel(GROUPED)
-    assert k.cepvec_build == build_id() and re.fullmatch("[0-9a-f]{16}", k.cepvec_build)
+    assert k.cepvec_build == build_id() and re.fullmatch(re.escape(cepvec.__version__) + ":[0-9a-f]{16}", k.cepvec_build)
     assert pickle.loads(pickle.dumps(k)).cepvec_build == k.cepvec_build
+    from cepvec.arrow_kernel import same_build
+
+    version, _, digest = build_id().partition(":")
+    assert same_build(build_id(), build_id()) and same_build(build_id(), f"{version}:")  # no source: versions
+    assert not same_build(build_id(), f"{version}:{'0' * 16}") and not same_build(build_id(), f"0.0.0:{digest}")

@@ -339,7 +339,8 @@ def test_a_worker_with_another_cepvec_raises(frames):
 
     df = frames["abcd"]
     k = cepvec.kernel(USER_QUERY, df.schema)
-    elsewhere = dataclasses.replace(k, cepvec_build="0" * 16)  # as built by a driver with other cepvec sources
+    # as built by a driver with other cepvec sources
+    elsewhere = dataclasses.replace(k, cepvec_build=k.cepvec_build.partition(":")[0] + ":" + "0" * 16)
     _raises_in_worker(cepvec.partition(USER_QUERY, df), elsewhere, cepvec.CepvecPlanError,
                       "the Spark workers run another copy of cepvec", "set PYSPARK_PYTHON")
 

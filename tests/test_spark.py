@@ -282,14 +282,15 @@ REORDERED = "the rows were reordered after cepvec.partition"
 
 def _raises_in_worker(df, k, cls, *fragments):
     """The kernel raises ``cls`` in a task; cepvec.spark_errors gives it back on the driver, message first."""
-    with pytest.raises(cls) as e, cepvec.spark_errors():
+    with pytest.raises(cepvec.CepvecError) as e, cepvec.spark_errors():
         df.mapInArrow(k, k.schema).collect()
     msg = str(e.value)
     assert isinstance(e.value.spark_exception, PythonException)
     assert "Traceback" not in msg and "SQLSTATE" not in msg, msg
     if MOVED in fragments and REORDERED in msg:
         # a task that kept its own partition id may fail first, on the order the shuffle scrambled
-        fragments = (REORDERED, "goes back in time")
+        cls, fragments = cepvec.CepvecDataError, (REORDERED, "goes back in time")
+    assert type(e.value) is cls, f"{type(e.value).__name__}: {msg}"
     for f in fragments:
         assert f in msg, msg
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .engines import resolve_engine, run_engine, run_reference
+from .engines import reference_progress, resolve_engine, run_engine, run_reference
 from .errors import CepvecPlanError, CepvecTypeError, UnsupportedByEngine
 from .frontend import check_predicate_types, output_schema, prepare
 from .query import Query, compile_query
@@ -184,7 +184,9 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
         raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
     prep = prepare(q, events, time_unit=time_unit)
     rows = prep.df.to_dicts()
-    res = reference.evaluate_query(q, rows, prep.times.to_list(), w=prep.w, s=prep.s, match_limit=limit)
+    with reference_progress(q, prep, "cepvec.matches") as counter:
+        res = reference.evaluate_query(q, rows, prep.times.to_list(), w=prep.w, s=prep.s, match_limit=limit,
+                                       progress=counter)
     header: dict[str, list] = {"match": []}
     for lab in q.group_labels:
         header[lab] = []

@@ -70,6 +70,34 @@ def read_events(path: str | Path) -> pl.DataFrame:
         raise CliError(f"cannot read input file '{path}' as {ext[1:]}: {exc}") from exc
 
 
+def parse_time_strings(df: pl.DataFrame, time_col: str, path: str | Path) -> pl.DataFrame:
+    """Parse a time column of ISO 8601 strings (a CSV file's timestamps) into a Datetime column.
+
+    ``2024-05-01T10:00:00``, ``2024-05-01 10:00:00.250`` and ``2024-05-01``
+    become naive datetimes; with ``Z`` or an offset (``+02:00``) they become
+    UTC datetimes (every row must then have one). Microsecond precision,
+    nanoseconds when a value has more than six fractional digits. Other
+    columns are left as read. See docs/semantics.md, Part II ("Time").
+    """
+    if time_col not in df.columns or df.schema[time_col] != pl.String:
+        return df
+    col = df[time_col]
+    if col.null_count() == len(col):
+        return df  # nothing to parse; the run names the null times
+    unit = "ns" if col.str.contains(r"\.\d{7,}").any() else "us"
+    try:
+        parsed = col.str.strip_chars().str.to_datetime(time_unit=unit, strict=True)
+    except pl.exceptions.PolarsError:
+        ok = col.str.strip_chars().str.to_datetime(time_unit=unit, strict=False)
+        bad = (ok.is_null() & col.is_not_null()).arg_true()
+        row = int(bad[0]) if len(bad) else 0
+        raise CliError(
+            f"time column '{time_col}' of '{path}' holds text that is not an ISO 8601 timestamp: row {row + 1} "
+            f"has {col[row]!r}. Write times as integers or as ISO 8601 timestamps (2024-05-01T10:00:00, "
+            "2024-05-01 10:00:00.250, 2024-05-01T10:00:00Z), one form per file") from None
+    return df.with_columns(parsed)
+
+
 def write_table(df: pl.DataFrame, path: str | Path) -> None:
     """Write ``df`` to a .parquet, .csv or .arrow/.ipc file (format from the extension)."""
     path = Path(path)
@@ -124,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _format_of(Path(args.output), "output")  # fail before the work, not after
     text = read_query(args.query)
     q = compile(text, type_col=args.type_col, time_col=args.time_col)
-    events = read_events(args.input)
+    events = parse_time_strings(read_events(args.input), args.time_col, args.input)
     result = run(q, events, engine=args.engine, time_unit=args.time_unit, numeric=args.numeric)
     if args.output is None:
         print(format_table(result))

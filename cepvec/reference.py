@@ -7,8 +7,8 @@ then applies windows, negated start/end and aggregates. It shares no code
 with :mod:`cepvec.kernels`.
 
 Inputs are plain Python rows (``dict`` per event) that the front end has
-validated: integer times, known columns. See ``docs/semantics.md`` and
-``docs/semantics.md`` for the meaning implemented here.
+validated: integer times, known columns. See ``docs/semantics.md`` (the
+contract in Part I, the decisions in Part II) for the meaning implemented here.
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ class _Partition:
     """All events of one partition (one value of the equivalence / group keys)."""
 
     def __init__(self, q: Query, rows: list[dict], times: list[int], types: list,
-                 global_pos: list[int], all_times: list[int], max_span: int | None):
+                 global_pos: list[int], all_times: list[int], max_span: int | None, progress=None):
         self.q = q
+        self.progress = progress  # counts the matches built (cepvec.progress.Progress), or None
         self.rows = rows
         self.times = times
         self.types = types
@@ -158,6 +159,7 @@ class _Partition:
         """
         spans = [sp for g in guards for sp in self.neg_spans(g)]
         out = []
+        before = 0
         for m in left:
             x, v = m.binding[-1]
             for r in right:
@@ -169,6 +171,9 @@ class _Partition:
                 if any(m.last < nf and nl < r.first for nf, nl in spans):
                     continue
                 out.append(Match(m.binding + r.binding, m.first, r.last))
+            if self.progress is not None:
+                self.progress.update(len(out) - before)
+                before = len(out)
         return out
 
     def matches(self, node) -> list[Match]:
@@ -267,11 +272,12 @@ class ReferenceResult:
 
 
 def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | None, s: int | None,
-                   match_limit: int | None = None) -> ReferenceResult:
+                   match_limit: int | None = None, progress=None) -> ReferenceResult:
     """Enumerate matches of ``q`` over time-sorted ``rows`` and assign them to (group, window) cells.
 
     ``times`` are the integer occurrence times (``rows[i][time_col]`` may be a datetime);
-    ``w`` and ``s`` are the window length and slide in the same unit.
+    ``w`` and ``s`` are the window length and slide in the same unit. ``progress``
+    (an object with ``update(k)``) is told of every match built by a join.
     """
     type_col = q.type_col
     parts: dict[tuple, list[int]] = {}
@@ -291,7 +297,7 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
     partitions = []
     for key, idx in parts.items():
         part = _Partition(q, [rows[i] for i in idx], [times[i] for i in idx],
-                          [rows[i][type_col] for i in idx], idx, times, max_span)
+                          [rows[i][type_col] for i in idx], idx, times, max_span, progress)
         partitions.append((key, part))
         if kind == "emit":
             g = tuple(key[j] for j in group_idx)

@@ -94,6 +94,37 @@ def test_run_reads_and_writes_every_format(tmp_path, capsys, in_ext, out_ext):
     assert_frame_equal(READERS[out_ext](dst), EXPECTED)
 
 
+@pytest.mark.parametrize("stamp", [
+    "2024-05-01T10:00:{s:02d}", "2024-05-01 10:00:{s:02d}.000", "2024-05-01T10:00:{s:02d}Z",
+    "2024-05-01T12:00:{s:02d}+02:00", "2024-05-01T10:00:{s:02d}.000000001",
+])
+def test_run_reads_iso_timestamps_from_csv(tmp_path, capsys, stamp):
+    # EVENTS at t seconds after 10:00:00 written as ISO 8601 text: the rows of the same events with a
+    # Datetime time column (windows aligned to the epoch, docs/semantics.md)
+    path = tmp_path / "events.csv"
+    EVENTS.with_columns(pl.Series("time", [stamp.format(s=t) for t in EVENTS["time"]])).write_csv(path)
+    dst = tmp_path / "out.parquet"
+    assert main(["run", QUERY, str(path), "-o", str(dst)]) == 0
+    out = pl.read_parquet(dst)
+    aware = stamp.endswith(("Z", "+02:00"))
+    assert out.schema["window_start"] == pl.Datetime("ns" if stamp.endswith("1") else "us",
+                                                     "UTC" if aware else None)
+    base = pl.datetime(2024, 5, 1, 10)
+    expected = cepvec.run(QUERY, EVENTS.with_columns((base + pl.duration(seconds=pl.col("time"))).alias("time")))
+    assert len(expected) == 5
+    got = out.with_columns(pl.col("window_start", "window_end").dt.replace_time_zone(None).cast(pl.Datetime("us")))
+    assert_frame_equal(got, expected)
+
+
+def test_run_names_a_time_string_that_is_no_timestamp(tmp_path, capsys):
+    path = tmp_path / "events.csv"
+    path.write_text("type,time\nA,2024-05-01T10:00:00\nB,10 o'clock\n")
+    assert main(["run", QUERY.replace(" WHERE [id] GROUP-BY id", "").replace("id, ", ""), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: time column 'time' of '{path}' holds text that is not an ISO 8601 "
+                          "timestamp: row 2 has \"10 o'clock\". Write times as integers or as ISO 8601")
+
+
 def test_run_query_from_file(tmp_path, capsys):
     qfile = tmp_path / "query.cep"
     qfile.write_text(QUERY.replace(" WHERE", "\nWHERE").replace(" WITHIN", "\nWITHIN") + "\n")

@@ -442,3 +442,21 @@ def test_timestamp_time_column_gives_timestamp_windows(spark, frames):
                                                    pl.col("SUM(B.x)").cast(pl.Float64))
     assert len(want)
     assert_frames_equal(got, want.to_pandas(), f"schema-less kernel on timestamps: {text}")
+
+
+def test_no_progress_bar_in_spark_tasks(spark):
+    # CEPVEC_PROGRESS=1 forces bars on the driver, never in a Spark task (nobody reads a worker's stderr)
+    def probe(batches):
+        import os
+
+        import pyarrow as pa
+
+        from cepvec import progress
+
+        os.environ["CEPVEC_PROGRESS"] = "1"
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"on": [progress.bar_enabled()], "worker": [progress.on_spark_worker()]})
+
+    rows = spark.range(4, numPartitions=2).mapInArrow(probe, "on boolean, worker boolean").collect()
+    assert rows and all(r.worker and not r.on for r in rows)

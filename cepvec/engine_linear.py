@@ -166,9 +166,41 @@ class LinearStream(Partitions):
             return codes
         if not self.type_names:
             return np.zeros(len(df), np.int32)
+        col = df[self.q.type_col]
+        if isinstance(col.dtype, (pl.Categorical, pl.Enum)):
+            return self._category_codes(col)
         expr = pl.col(self.q.type_col).cast(pl.String).replace_strict(
             self.type_names, list(range(1, len(self.type_names) + 1)), default=0, return_dtype=pl.Int32)
         return df.select(expr.fill_null(0)).to_series().to_numpy()
+
+    def _category_codes(self, col: pl.Series) -> np.ndarray:
+        """Type codes of a Categorical / Enum column from its physical ids (no string work per event).
+
+        A lookup table maps the id of each query type to its code; every other id (and
+        null) maps to 0. An Enum lists its categories; a Categorical's ids are found by
+        casting the query's type names into its categories (Polars >= 1.32: a name
+        missing from the data is added to them, which changes no value), else from the
+        distinct values of the column.
+        """
+        names = self.type_names
+        if isinstance(col.dtype, pl.Enum):
+            index = {c: i for i, c in enumerate(col.dtype.categories.to_list())}
+            ids = [index.get(t) for t in names]
+        elif getattr(col.dtype, "categories", None) is not None:
+            ids = pl.Series(names, dtype=pl.String).cast(col.dtype).to_physical().to_list()
+        else:  # older Polars: ids are local to the column's reverse map
+            uniq = col.drop_nulls().unique()
+            index = dict(zip(uniq.cast(pl.String).to_list(), uniq.to_physical().to_list()))
+            ids = [index.get(t) for t in names]
+        top = max((i for i in ids if i is not None), default=-1)
+        lut = np.zeros(top + 2, np.int32)  # lut[top + 1] = 0: ids past the query's (clipped) and null
+        for code, i in enumerate(ids, start=1):
+            if i is not None:
+                lut[i] = code
+        phys = col.to_physical()
+        if phys.null_count():
+            phys = phys.fill_null(top + 1)
+        return np.take(lut, phys.to_numpy(), mode="clip")
 
     def _code_programs(self) -> np.ndarray:
         """Global program id per type code (-1: ignored), when no predicate gates a bit."""

@@ -84,3 +84,34 @@ def test_exhaustive_tiny_streams(shape, window):
         if rows_differ(got, want) is not None:
             bad.append((ev, got, want))
     assert not bad, f"{text}: {len(bad)} streams differ, e.g. {bad[:3]}"
+
+
+def _type_encodings(df: pl.DataFrame, data) -> dict[str, pl.DataFrame]:
+    """The same stream with its type column as String, Categorical and Enum (extra categories, shuffled)."""
+    present = sorted(set(df["type"].to_list()))
+    extra = data.draw(st.lists(st.sampled_from(["Z", "Y", "AA", "long_type_name_past_12_bytes"]), unique=True),
+                      label="extra categories")
+    cats = data.draw(st.permutations(present + extra + [t for t in "ABCD" if t not in present]), label="enum order")
+    return {
+        "string": df,
+        "categorical": df.with_columns(pl.col("type").cast(pl.Categorical)),
+        "enum": df.with_columns(pl.col("type").cast(pl.Enum(cats))),
+    }
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query_and_stream(), st.data())
+def test_type_column_encodings_agree(qs, data):
+    # Categorical and Enum type columns take the physical-id path of the linear engine: same rows as String
+    text, df = qs
+    q = cepvec.compile(text)
+    encodings = _type_encodings(df, data)
+    for engine in ENGINES:
+        if engine_support(q, engine) is not None:
+            continue
+        want = _rows(cepvec.run(q, df, engine=engine))
+        cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=3), label="cuts")
+        for name, enc in encodings.items():
+            got = _rows(run_engine(q, prepare(q, enc), engine, batches=cuts))
+            diff = rows_differ(got, want)
+            assert diff is None, f"{engine}, {name} type column cut at {sorted(set(cuts))}: {text}\n{enc}\n{diff}"

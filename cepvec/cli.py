@@ -14,6 +14,7 @@ types, data) or an unreadable / unwritable file, 130 on Ctrl-C. Errors print
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -220,24 +221,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("Windows marked 'demo window' are smaller than in the papers so that the "
           "match-constructing reference engine finishes in seconds.")
     start = time.perf_counter()
+    streams = []
     for i, demo in enumerate(DEMOS, 1):
         _progress(f"[{i}/{total}] generating {n} events: {demo['workload']}")
         events = demo["make"](n, seed)
         q = compile(demo["query"])
+        streams.append((q, events, _warm_up_sample(q, events)))
+    background = _compile_in_background(streams, args.engine)
+    for i, (demo, (q, events, sample)) in enumerate(zip(DEMOS, streams), 1):
         engine = resolve_engine(q, args.engine)
         warmup = None
         if engine != "reference":
             # Numba compiles a kernel on its first call (seconds; cached on disk afterwards).
-            # Run a short prefix first so "elapsed" below is the evaluation alone.
+            # Run a short sample first so "elapsed" below is the evaluation alone.
             _progress(f"[{i}/{total}] compiling the {engine} kernels (Numba; cached after the "
                       "first run)")
             t0 = time.perf_counter()
-            # a prefix with events of every type of the query (the first 64 may miss a rare one)
-            types = pl.col(q.type_col).cast(pl.String)
-            prefix = pl.concat([events.head(64), events.filter(types.is_in(list(q.event_types)))
-                                .group_by(types, maintain_order=True).head(8).select(events.columns)]
-                               ).sort(q.time_col, maintain_order=True)
-            run(q, prefix, engine=args.engine)
+            run(q, sample, engine=args.engine)
             warmup = time.perf_counter() - t0
         _progress(f"[{i}/{total}] running {demo['title'].split(':')[0]} with engine {engine}")
         t0 = time.perf_counter()
@@ -255,9 +255,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"warm-up: {warmup:.3f} s (kernel compilation or cache load on a 64-event "
                   "prefix, not included above)")
         print(format_table(result, DEMO_ROWS))
+    for f in background or ():
+        f.cancel()  # a family not started yet is no longer needed: this process compiled it
     print()
     print(f"total elapsed: {time.perf_counter() - start:.2f} s")
     return 0
+
+
+def _warm_up_sample(q, events: pl.DataFrame) -> pl.DataFrame:
+    """The first 64 events and up to 8 of every type of ``q`` (the first 64 may miss a rare one), in time order."""
+    types = pl.col(q.type_col).cast(pl.String)
+    return pl.concat([events.head(64), events.filter(types.is_in(list(q.event_types)))
+                      .group_by(types, maintain_order=True).head(8).select(events.columns)]
+                     ).sort(q.time_col, maintain_order=True)
+
+
+def _compile_in_background(streams, engine: str):
+    """Compile the kernel families of the later demo queries in other processes (cepvec.warmup) while
+    this one compiles the first query's; None when there is one core or nothing else to compile."""
+    from .warmup import kernel_family, warm_up
+
+    q, _, sample = streams[0]
+    try:
+        first = kernel_family(q, engine, sample.schema)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if cores < 2:
+            return None
+        return warm_up([(q, s) for q, _, s in streams[1:]], engine=engine, processes=cores - 1, skip=(first,))
+    except Exception:  # noqa: BLE001  (an optimisation only: the demo compiles in this process anyway)
+        return None
 
 
 def _progress(msg: str) -> None:

@@ -1,0 +1,100 @@
+"""Compile the kernels of several queries at once, in parallel processes: :func:`warm_up`.
+
+Numba compiles a kernel on its first call (seconds) and caches it on disk
+(``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the sources). Queries that use
+different engine paths (linear maps, Fenwick trend path, predecessor scan)
+need different kernels; compiling them one after the other on a cold cache is
+what makes a first run slow. :func:`warm_up` runs each path's queries on a
+small sample in its own process, so the paths compile side by side on
+separate cores, and later runs in any process load them from the cache.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+
+import polars as pl
+
+from .engines import greta_path, resolve_engine
+from .frontend import to_polars
+from .query import Query
+
+
+def kernel_family(q: Query, engine: str = "auto", schema: dict | None = None) -> str:
+    """Which set of kernels a run of ``q`` compiles: ``"linear"``, ``"trend"``, ``"scan"`` or ``"reference"``."""
+    name = resolve_engine(q, engine, schema)
+    if name == "reference":
+        return "reference"
+    return greta_path(q, schema) or "reference"
+
+
+def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: int | None = None,
+            skip: tuple[str, ...] = ()) -> list[Future]:
+    """Compile the kernels of ``work`` in background processes, one per kernel family.
+
+    Parameters
+    ----------
+    work : iterable of (query, events)
+        Query text or :class:`Query`, and a small sample of its input (a few
+        dozen events with every event type of the query, the real column types).
+    engine, numeric : as in :func:`cepvec.run`
+    processes : int or None
+        Most processes to start (default: the cores available to this process,
+        at least 1).
+    skip : tuple of str
+        Kernel families not to compile here (e.g. the one the caller compiles itself).
+
+    Returns
+    -------
+    list of concurrent.futures.Future
+        One per family started; ``result()`` waits for it and re-raises its error.
+        Nothing is started when the families are all skipped or only the reference engine runs.
+
+    Examples
+    --------
+    >>> import polars as pl, cepvec
+    >>> from cepvec.warmup import warm_up
+    >>> ev = pl.DataFrame({"type": ["A", "B"], "time": [1, 2]})
+    >>> [f.result() for f in warm_up([("RETURN COUNT(*) PATTERN SEQ(A, B)", ev)], processes=1)]
+    [None]
+    """
+    from .api import _as_query
+
+    families: dict[str, list[tuple[str, str, str, bytes]]] = {}
+    for query, events in work:
+        q = _as_query(query)
+        df = to_polars(events)
+        fam = kernel_family(q, engine, df.schema)
+        if fam == "reference" or fam in skip:
+            continue
+        buf = io.BytesIO()
+        df.write_ipc(buf)
+        families.setdefault(fam, []).append((q.text, q.type_col, q.time_col, buf.getvalue()))
+    if not families:
+        return []
+    if processes is None:
+        try:
+            processes = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover (not Linux)
+            processes = os.cpu_count() or 1
+    pool = ProcessPoolExecutor(max_workers=max(1, min(processes, len(families))),
+                               mp_context=multiprocessing.get_context("spawn"))
+    futures = [pool.submit(_compile_family, jobs, engine, numeric) for jobs in families.values()]
+    pool.shutdown(wait=False)  # the workers exit once their family is compiled
+    return futures
+
+
+def _compile_family(jobs, engine: str, numeric: str) -> None:
+    """In a worker process: run every (query, sample) of one family once (compiles and caches its kernels)."""
+    import warnings
+
+    from .api import compile as compile_query, run
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for text, type_col, time_col, ipc in jobs:
+            q = compile_query(text, type_col=type_col, time_col=time_col)
+            run(q, pl.read_ipc(io.BytesIO(ipc)), engine=engine, numeric=numeric)

@@ -1,0 +1,46 @@
+"""cepvec.warmup: kernel families compiled side by side in worker processes."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import cepvec
+from cepvec.warmup import kernel_family, warm_up
+
+EV = pl.DataFrame({"type": ["A", "B", "C", "A", "B", "C"], "time": [1, 2, 3, 3, 5, 6], "v": [3, 2, 1, 5, 4, 0]})
+
+
+@pytest.mark.parametrize(("text", "engine", "family"), [
+    ("RETURN COUNT(*) PATTERN SEQ(A, B, C) WITHIN 4", "auto", "linear"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.v > NEXT(A).v", "auto", "trend"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.v + NEXT(A).v > 3", "auto", "scan"),
+    ("RETURN COUNT(*) PATTERN SEQ(A, B)", "reference", "reference"),
+])
+def test_kernel_family(text, engine, family):
+    q = cepvec.compile(text)
+    assert kernel_family(q, engine, EV.schema) == family
+
+
+def test_warm_up_runs_each_family_in_a_worker():
+    work = [("RETURN COUNT(*) PATTERN SEQ(A, B, C) WITHIN 4", EV),
+            ("RETURN COUNT(*) PATTERN A+ WHERE A.v > NEXT(A).v", EV),
+            ("RETURN COUNT(*) PATTERN SEQ(A, C) WITHIN 4", EV)]
+    futures = warm_up(work, processes=2)
+    assert len(futures) == 2  # linear (two queries) and trend
+    assert [f.result(timeout=240) for f in futures] == [None, None]
+
+
+def test_warm_up_skips_families_and_the_reference_engine():
+    work = [("RETURN COUNT(*) PATTERN SEQ(A, B, C) WITHIN 4", EV)]
+    assert warm_up(work, skip=("linear",)) == []
+    assert warm_up(work, engine="reference") == []
+
+
+def test_warm_up_reports_a_worker_error():
+    # a null time is found when the worker runs the sample: its CepvecDataError comes back through result()
+    ev = EV.with_columns(pl.when(pl.col("time") == 3).then(None).otherwise(pl.col("time")).alias("time"))
+    futures = warm_up([("RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 4", ev)], processes=1)
+    assert len(futures) == 1
+    with pytest.raises(cepvec.CepvecDataError, match="null"):
+        futures[0].result(timeout=240)

@@ -1806,7 +1806,8 @@ def dense_ids(vals, tab_key, tab_id, n_known):
                 tab_id[j] = used
                 if n_new == new_keys.shape[0]:
                     nk = np.empty(2 * n_new, np.int64)
-                    nk[:n_new] = new_keys
+                    for c in range(n_new):  # a loop: slice assignment compiles shape-error formatting (~1.5 s cold)
+                        nk[c] = new_keys[c]
                     new_keys = nk
                 new_keys[n_new] = v
                 n_new += 1
@@ -1863,8 +1864,9 @@ def encode_programs(bind, neg):
                             id2[k2] = ids[jj]
                     ub2 = np.zeros(size2, np.uint64)
                     un2 = np.zeros(size2, np.uint64)
-                    ub2[:count] = ub[:count]
-                    un2[:count] = un[:count]
+                    for c in range(count):  # a loop: slice assignment compiles shape-error formatting
+                        ub2[c] = ub[c]
+                        un2[c] = un[c]
                     keys_b, keys_n, ids, ub, un, size = kb2, kn2, id2, ub2, un2, size2
                     j = np.int64(h % np.uint64(size))
                     continue

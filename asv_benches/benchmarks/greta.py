@@ -14,6 +14,9 @@ segment) 5 minutes sliding by 1 minute.
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import polars as pl
 
 import cepvec
@@ -71,34 +74,55 @@ class GretaReference:
 #: predecessor candidate of every later one. The count exceeds int64 from a few hundred events
 #: on, so both paths run with numeric="float64".
 Q1_ONE_WINDOW = "RETURN COUNT(*) PATTERN Stock S+ WHERE S.price > NEXT(S).price"
-SCALING_SIZES = [1_000, 10_000, 100_000, 1_000_000]
+SCALING_SIZES = [1_000, 10_000, 100_000] + ([] if SKIP_SLOW else [1_000_000])
+#: Price distributions of the scaling curve, each with its own time stamps:
+#: ``generator``: the stock generator (prices in cents, ~40k distinct values, repeated times);
+#: ``distinct``: uniform floats, all distinct, strictly increasing integer times;
+#: ``few``: 50 distinct integer prices, times with ties (about 4 events a time stamp);
+#: ``rising``: distinct floats sorted ascending with a drop every 97 events (sorted key spaces
+#: plus one smaller key: the input on which a quicksort of the key space goes quadratic).
+KEYS = ["generator", "distinct", "few", "rising"]
 
 
-def _one_window_stock(n_events: int):
-    from cepvec.frontend import prepare
-
-    q = cepvec.compile(Q1_ONE_WINDOW)
-    df = make_events("stock", n_events, n_companies=1, n_sectors=1)
-    return q, df, prepare
+@functools.lru_cache(maxsize=16)
+def scaling_events(keys: str, n_events: int) -> pl.DataFrame:
+    if keys == "generator":
+        return make_events("stock", n_events, n_companies=1, n_sectors=1)
+    rng = np.random.default_rng(0)
+    time = np.arange(n_events, dtype=np.int64)
+    if keys == "distinct":
+        price = rng.uniform(0, 1000, n_events)
+    elif keys == "few":
+        price = rng.integers(0, 50, n_events).astype(np.float64)
+        time = np.sort(rng.integers(0, max(1, n_events // 4), n_events))
+    else:
+        price = np.sort(rng.uniform(0, 1000, n_events))
+        price[::97] = rng.uniform(0, 1, len(price[::97]))
+    return pl.DataFrame({"type": "Stock", "time": time, "price": price})
 
 
 class GretaScaling:
-    """Q1 in one window on the Fenwick trend path (O(log n) per event): ``engine="greta"`` picks it."""
+    """Q1 in one window on the Fenwick trend path (O(log n) per event), on four price distributions.
 
-    params = [SCALING_SIZES]
-    param_names = ["n_events"]
+    Baseline in the same run: ``time_numpy_argsort``, a NumPy argsort of the prices (the ranking
+    that any O(n log n) method needs at least once). ``time_fenwick`` over that baseline should
+    stay flat as n grows; the 10^5 -> 10^6 step of ``time_fenwick`` should be about 10x.
+    """
+
+    params = [KEYS, SCALING_SIZES]
+    param_names = ["keys", "n_events"]
     timeout = 600
 
-    def setup(self, n_events):
-        from cepvec.engine_trend import run_trend
+    def setup(self, keys, n_events):
+        self.q = cepvec.compile(Q1_ONE_WINDOW)
+        self.events = scaling_events(keys, n_events)
+        cepvec.run(self.q, self.events.head(100), engine="greta", numeric="float64")  # compile / load
 
-        self.q, self.events, self.prepare = _one_window_stock(n_events)
-        self.run = run_trend
-        small = self.prepare(self.q, self.events.head(100))
-        self.run(self.q, small, numeric="float64")  # compile / load the kernels
+    def time_fenwick(self, keys, n_events):
+        cepvec.run(self.q, self.events, engine="greta", numeric="float64")
 
-    def time_fenwick(self, n_events):
-        self.run(self.q, self.prepare(self.q, self.events), numeric="float64")
+    def time_numpy_argsort(self, keys, n_events):
+        np.argsort(self.events["price"].to_numpy(), kind="stable")
 
 
 class GretaScalingScan:
@@ -115,11 +139,13 @@ class GretaScalingScan:
 
     def setup(self, n_events):
         from cepvec.engine_scan import run_scan
+        from cepvec.frontend import prepare
 
-        self.q, self.events, self.prepare = _one_window_stock(n_events)
+        self.q = cepvec.compile(Q1_ONE_WINDOW)
+        self.events = scaling_events("generator", n_events)
+        self.prepare = prepare
         self.run = run_scan
-        small = self.prepare(self.q, self.events.head(100))
-        self.run(self.q, small, numeric="float64")
+        self.run(self.q, prepare(self.q, self.events.head(100)), numeric="float64")
 
     def time_scan(self, n_events):
         self.run(self.q, self.prepare(self.q, self.events), numeric="float64")

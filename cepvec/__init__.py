@@ -13,13 +13,17 @@ See ``docs/language.md`` for the query language and ``docs/semantics.md``
 for what a query means.
 """
 
-from .api import compile, kernel, matches, partition, run, spark_errors
-from .errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
+from cepvec.api import compile, kernel, matches, partition, run, spark_errors
+from cepvec.errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
                      CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
                      NotSupportedError, UnsupportedByEngine)
-from .query import Query
+from cepvec.plan.ir import Query
 
-__version__ = "0.1.0"
+from cepvec._version import __version__  # noqa: F401  (re-exported)
+from cepvec.explain import explain as _explain
+from cepvec.plan import ir as _ir
+
+_ir.EXPLAINER[0] = _explain  # Query.explain() (the plan layer does not import the layers above it)
 
 __all__ = [
     "compile", "run", "matches", "kernel", "partition", "spark_errors", "Query",

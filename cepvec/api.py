@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from .engines import reference_progress, resolve_engine, run_engine, run_reference
-from .errors import CepvecPlanError, CepvecTypeError, UnsupportedByEngine
-from .frontend import check_predicate_types, output_schema, prepare
-from .query import Query, compile_query
+from cepvec.paths.reference.run import reference_progress
+from cepvec.registry import choose, count_matches_online, run_engine
+from cepvec.errors import CepvecPlanError, CepvecTypeError
+from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
+from cepvec.plan.compile import compile_query
+from cepvec.plan.ir import Query
 
 NUMERIC = ("int64", "float64")
 
@@ -41,11 +43,6 @@ def compile(text: str, *, type_col: str = "type", time_col: str = "time") -> Que
     >>> q.output_columns
     ('COUNT(*)',)
     """
-    for name, val in (("type_col", type_col), ("time_col", time_col)):
-        if not isinstance(val, str) or not val:
-            raise CepvecTypeError(f"{name} must be a non-empty column name (str); found {val!r}")
-    if type_col == time_col:
-        raise CepvecPlanError(f"type_col and time_col must differ; both are {type_col!r}")
     return compile_query(text, type_col=type_col, time_col=time_col)
 
 
@@ -128,22 +125,14 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     if numeric not in NUMERIC:
         raise CepvecPlanError(f"numeric must be 'int64' or 'float64'; found {numeric!r}")
     if _is_spark(events):
-        from .spark_adapter import run_spark  # noqa: PLC0415  (optional dependency)
+        from cepvec.spark_adapter import run_spark  # noqa: PLC0415  (optional dependency)
 
         return run_spark(q, events, engine=engine, time_unit=time_unit, numeric=numeric)
-    resolve_engine(q, engine)  # an engine that cannot run the query fails before the data are read
+    choose(q, engine)  # an engine that cannot run the query fails before the data are read
     prep = prepare(q, events, time_unit=time_unit)
     output_schema(q, prep.df.schema, prep.time_dtype, numeric)  # type errors before any work
     check_predicate_types(q, prep.df.schema)
-    name = resolve_engine(q, engine, prep.df.schema)
-    if name == "reference":
-        return run_reference(q, prep, numeric=numeric)
-    try:
-        return run_engine(q, prep, name, numeric=numeric)
-    except UnsupportedByEngine:
-        if engine != "auto":  # the data do not fit the engine (e.g. string keys on the trend path)
-            raise
-        return run_reference(q, prep, numeric=numeric)
+    return run_engine(q, prep, choose(q, engine, prep.df.schema), numeric=numeric)
 
 
 def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None) -> pl.DataFrame:
@@ -176,15 +165,15 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     >>> matches("RETURN COUNT(*) PATTERN SEQ(A, B)", ev)["match"].to_list()
     [0, 0, 1, 1]
     """
-    from . import reference
-    from .frontend import time_values_to_output
+    from cepvec.paths.reference import evaluate as reference
+    from cepvec.runtime.prepare import time_values_to_output
 
     q = _as_query(query)
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
     prep = prepare(q, events, time_unit=time_unit)
     rows = prep.df.to_dicts()
-    with reference_progress(q, prep, "cepvec.matches") as counter:
+    with reference_progress(q, prep, "cepvec.matches", count_matches_online) as counter:
         res = reference.evaluate_query(q, rows, prep.times.to_list(), w=prep.w, s=prep.s, match_limit=limit,
                                        progress=counter)
     header: dict[str, list] = {"match": []}
@@ -198,13 +187,13 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     header["variable"] = []
     events_out: list[dict] = []
     mid = 0
-    cells = sorted(res.cells.items(), key=lambda kv: (reference._sort_key(kv[0][0]), kv[0][1]))
+    cells = sorted(res.cells.items(), key=lambda kv: (reference.sort_key(kv[0][0]), kv[0][1]))
     for (group, window), cell in cells:
         for m, mrows in cell:
             for pos, ((_, occ), row) in enumerate(zip(m.binding, mrows)):
                 header["match"].append(mid)
                 for lab, g in zip(q.group_labels, group):
-                    header[lab].append(reference._unkey(g))
+                    header[lab].append(reference.unkey(g))
                 for c, v in zip(wcols, window):
                     header[c].append(v)
                 header["position"].append(pos)
@@ -268,7 +257,7 @@ def partition(query, df, *, time_unit: str | None = None, window_block: int | No
     if not _is_spark(df):
         raise CepvecTypeError(f"cepvec.partition takes a Spark DataFrame; found {type(df).__name__}. Local "
                               "frames need no partitioning: use cepvec.run(q, events)")
-    from .spark_adapter import partition as spark_partition  # noqa: PLC0415  (optional dependency)
+    from cepvec.spark_adapter import partition as spark_partition  # noqa: PLC0415  (optional dependency)
 
     return spark_partition(q, df, time_unit=time_unit, window_block=window_block)
 
@@ -300,7 +289,7 @@ def spark_errors():
     ``with cepvec.spark_errors(): rows = cepvec.run(q, spark_df).collect()``
     (see ``docs/spark.md``).
     """
-    from .spark_adapter.errors import spark_errors as spark_errors_  # noqa: PLC0415  (optional dependency)
+    from cepvec.spark_adapter.errors import spark_errors as spark_errors_  # noqa: PLC0415  (optional dependency)
 
     return spark_errors_()
 
@@ -353,7 +342,7 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     >>> k.schema
     '`COUNT(*)` BIGINT'
     """
-    from .arrow_kernel import make_kernel
+    from cepvec.arrow_kernel import make_kernel
 
     return make_kernel(query, schema=schema, type_col=type_col, time_col=time_col,
                        time_unit=time_unit, numeric=numeric, engine=engine, order=order,

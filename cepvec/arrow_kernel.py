@@ -39,15 +39,17 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from .errors import CepvecDataError, CepvecPlanError, CepvecTypeError
-from .frontend import UNIT_NS, Prepared, duration_to_units, output_schema, prepare, time_values_to_output
-from .query import Query
+from cepvec.errors import CepvecDataError, CepvecPlanError, CepvecTypeError
+from cepvec.runtime.prepare import UNIT_NS, Prepared, duration_to_units, output_schema, prepare, time_values_to_output
+from cepvec.plan.compile import compile_query
+from cepvec.plan.ir import Query
 
 # Window replication: a block spans about BLOCK_SPAN_WINDOWS window lengths, so an event is copied
 # to ~1 + 1/32 blocks instead of ceil(w/s) windows. Rejected alternatives (measured): one engine
@@ -152,9 +154,7 @@ class Kernel:
 
     @property
     def query(self) -> Query:
-        from .api import compile
-
-        return compile(self.query_text, type_col=self.type_col, time_col=self.time_col)
+        return compile_query(self.query_text, type_col=self.type_col, time_col=self.time_col)
 
     @property
     def output_polars_schema(self) -> dict:
@@ -203,12 +203,11 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
                 block_col: str | None = None, window_block: int = 1, order: str = "group",
                 spark_window_block: int | None = None) -> Kernel:
     """See :func:`cepvec.kernel`."""
-    from . import __version__
-    from .api import compile
-    from .engines import resolve_engine
+    from cepvec._version import __version__
+    from cepvec.registry import choose
 
-    q = query if isinstance(query, Query) else compile(query, type_col=type_col, time_col=time_col)
-    resolve_engine(q, engine)  # fail early for an engine that cannot run the query
+    q = query if isinstance(query, Query) else compile_query(query, type_col=type_col, time_col=time_col)
+    choose(q, engine)  # fail early for an engine that cannot run the query
     cols = {q.type_col, q.time_col, *q.attributes}
     if schema is None:
         # no input schema: time is an integer, group values are strings, sums are doubles
@@ -260,13 +259,20 @@ def build_id() -> str:
     import hashlib
     from importlib.resources import files
 
-    from . import __version__
+    from cepvec._version import __version__
 
     h = hashlib.blake2b(digest_size=8)
     n = 0
-    for pkg in ("cepvec", "cepvec.kernels"):
-        for f in sorted((f for f in files(pkg).iterdir() if f.name.endswith(".py")), key=lambda f: f.name):
-            h.update(f"{pkg}/{f.name}".encode() + b"\0" + f.read_bytes())
+    def walk(node, prefix):
+        for f in sorted(node.iterdir(), key=lambda f: f.name):
+            if f.is_dir() and f.name != "__pycache__":
+                yield from walk(f, f"{prefix}/{f.name}")
+            elif f.name.endswith(".py"):
+                yield f"{prefix}/{f.name}", f
+
+    for pkg in ("cepvec", "cepvec.kernels"):  # the kernels are a package of their own (pyproject package-dir)
+        for name, f in walk(files(pkg), pkg):
+            h.update(name.encode() + b"\0" + f.read_bytes())
             n += 1
     return f"{__version__}:{h.hexdigest() if n else ''}"
 
@@ -279,7 +285,7 @@ def same_build(a: str, b: str) -> bool:
 
 def validate_schema(q: Query, types: dict, time_unit: str | None, numeric: str) -> None:
     """The checks ``cepvec.run`` makes on a local frame, on a schema alone (driver side, before any job)."""
-    from .frontend import check_predicate_types, prepare
+    from cepvec.runtime.prepare import check_predicate_types, prepare
 
     prep = prepare(q, pl.DataFrame(schema=types), time_unit=time_unit, check_types=False)
     output_schema(q, types, prep.time_dtype, numeric)
@@ -293,19 +299,19 @@ def _polars_types(schema) -> dict:
     if isinstance(schema, pa.Schema):
         return dict(pl.DataFrame(schema.empty_table()).schema)
     if type(schema).__module__.startswith("pyspark"):
-        from .spark_adapter.types import spark_to_arrow_schema
+        from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415  (a Spark schema: pyspark is there)
 
-        return dict(pl.DataFrame(spark_to_arrow_schema(schema).empty_table()).schema)
+        return dict(pl.DataFrame(to_arrow_schema(schema, timezone="UTC").empty_table()).schema)
     raise CepvecTypeError(
         f"schema must be a Spark StructType, a pyarrow Schema or a dict; found {type(schema).__name__}")
 
 
 def process_batches(batches, k: Kernel):
     """The body of the mapInArrow function (module level, testable without Spark)."""
-    from .engines import resolve_engine, run_class, run_reference
+    from cepvec.registry import choose
 
     q = k.query
-    engine = resolve_engine(q, k.engine, k.input_schema if k.typed else None)
+    choice = choose(q, k.engine, k.input_schema if k.typed else None)
     out_schema = k.arrow_schema
     batches, layout = _check_tags(batches, k, q)
     order, block_col, block = k.order, k.block_col, k.window_block
@@ -328,7 +334,7 @@ def process_batches(batches, k: Kernel):
                      f"({', '.join(q.group_by or [block_col or ''])}), or let cepvec.partition(q, df) do it")
     seen_groups: set = set()
     cur_key = None
-    cur = None  # LinearRun or list of frames (reference)
+    cur = None  # the run of the current group (cepvec.paths.base.Run)
     cur_prep: Prepared | None = None
     last_time = None
 
@@ -336,12 +342,7 @@ def process_batches(batches, k: Kernel):
         nonlocal cur, cur_prep
         if cur is None:
             return None
-        if engine == "reference":
-            df = pl.concat(cur, how="vertical_relaxed")
-            prep = prepare(q, df, time_unit=k.time_unit, check_types=False)
-            res = run_reference(q, prep, numeric=k.numeric)
-        else:
-            res = cur.finish(cur_prep)
+        res = cur.finish(cur_prep)
         cur = None
         if block_col is not None and len(res):
             # keep the block's own windows; the others see only part of their events
@@ -388,9 +389,8 @@ def process_batches(batches, k: Kernel):
                 last_time = None
                 schema = k.input_schema if k.typed else df.schema
                 if not k.typed:  # the batch's own types decide (e.g. MIN of a string column)
-                    engine = resolve_engine(q, k.engine, schema)
-                cur = [] if engine == "reference" else run_class(q, engine, schema)(
-                    q, schema, w=prep.w, s=prep.s, numeric=k.numeric)
+                    choice = choose(q, k.engine, schema)
+                cur = choice.open(q, schema, w=prep.w, s=prep.s, numeric=k.numeric)
                 cur_prep = Prepared(df.head(0), prep.times.head(0), prep.unit, prep.time_dtype, prep.w, prep.s)
             seg_t = times[a:b]
             back = np.diff(seg_t) < 0
@@ -401,10 +401,7 @@ def process_batches(batches, k: Kernel):
                     f"input is not ordered by time within group {dict(zip(group, key)) or '(all)'}: row "
                     f"{n_seen + bad} goes back in time; {fix_time}")
             last_time = int(seg_t[-1]) if len(seg_t) else last_time
-            if engine == "reference":
-                cur.append(df[a:b])
-            else:
-                cur.push(prep.df[a:b], seg_t)
+            cur.push(prep.df[a:b], seg_t)
         n_seen += len(df)
     out = flush()
     if out is not None:
@@ -431,11 +428,12 @@ def _check_tags(batches, k: Kernel, q: Query):
     if task is not None and k.cepvec_build and not same_build(k.cepvec_build, build_id()):
         import sys
 
-        import cepvec
+        from cepvec import _version
 
         raise CepvecPlanError(
             f"the Spark workers run another copy of cepvec than the driver that built this kernel: the worker "
-            f"imports cepvec {cepvec.__version__} from {cepvec.__file__} with {sys.executable}, the driver had "
+            f"imports cepvec {_version.__version__} from {Path(_version.__file__).parent} with {sys.executable}, "
+            "the driver had "
             f"cepvec {k.cepvec_version or '?'} with other source files. Run the workers with the driver's Python: "
             "set PYSPARK_PYTHON to it (os.environ['PYSPARK_PYTHON'] = sys.executable before the SparkSession is "
             "created, or spark.pyspark.python), or install the driver's cepvec on the workers")

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import polars as pl
 
-from . import __version__, generators
-from .api import NUMERIC, compile, run  # noqa: A004  (cepvec.compile shadows the builtin on purpose)
-from .engines import ENGINES, resolve_engine
-from .errors import CepvecError
-from .frontend import TIME_UNITS
+from cepvec._version import __version__
+from cepvec import generators
+from cepvec.api import NUMERIC, compile, run  # noqa: A004  (cepvec.compile shadows the builtin on purpose)
+from cepvec.registry import ENGINES, choose
+from cepvec.errors import CepvecError
+from cepvec.runtime.prepare import TIME_UNITS
 
 #: Rows of a result table the demo prints (polars shows the first and last halves).
 DEMO_ROWS = 10
@@ -229,7 +230,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         streams.append((q, events, _warm_up_sample(q, events)))
     background = _compile_in_background(streams, args.engine)
     for i, (demo, (q, events, sample)) in enumerate(zip(DEMOS, streams), 1):
-        engine = resolve_engine(q, args.engine)
+        engine = choose(q, args.engine).engine
         warmup = None
         if engine != "reference":
             # Numba compiles a kernel on its first call (seconds; cached on disk afterwards).
@@ -273,7 +274,7 @@ def _warm_up_sample(q, events: pl.DataFrame) -> pl.DataFrame:
 def _compile_in_background(streams, engine: str):
     """Compile the kernel families of the later demo queries in other processes (cepvec.warmup) while
     this one compiles the first query's; None when there is one core or nothing else to compile."""
-    from .warmup import kernel_family, warm_up
+    from cepvec.warmup import kernel_family, warm_up
 
     q, _, sample = streams[0]
     try:

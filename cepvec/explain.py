@@ -2,38 +2,11 @@
 
 from __future__ import annotations
 
-from . import ast as A
-
-
-def render_expr(e) -> str:
-    """Render a predicate expression in query syntax (``$prev``/``$next`` shown as v / NEXT(w))."""
-    if isinstance(e, A.Num):
-        return repr(e.value)
-    if isinstance(e, A.Str):
-        return "'" + e.value.replace("'", "''") + "'"
-    if isinstance(e, A.Ref):
-        if e.var == "$next":
-            return f"NEXT.{e.attr}"
-        if e.var == "$prev":
-            return f"PREV.{e.attr}"
-        if e.next:
-            return f"NEXT({e.var}).{e.attr}"
-        base = e.var if e.var is not None else ""
-        if e.index is not None:
-            sub = {"first": "1", "last": f"{e.var}.LEN"}.get(e.index, e.index)
-            base += f"[{sub}]"
-        return f"{base}.{e.attr}" if base else e.attr
-    if isinstance(e, A.Unary):
-        if e.op == "NOTNULL":
-            return f"{render_expr(e.operand)} IS NOT NULL"
-        return f"-{render_expr(e.operand)}" if e.op == "-" else f"NOT ({render_expr(e.operand)})"
-    if isinstance(e, (A.Bin, A.Cmp)):
-        return f"({render_expr(e.left)} {e.op} {render_expr(e.right)})"
-    if isinstance(e, A.BoolOp):
-        return "(" + f" {e.op} ".join(render_expr(x) for x in e.items) + ")"
-    if isinstance(e, A.Call):
-        return f"{e.name}(" + ", ".join(render_expr(x) for x in e.args) + ")"
-    return str(e)
+from cepvec.arrow_kernel import partition_plan
+from cepvec.lang.render import render_plan_expr
+from cepvec.paths.scan.plan import describe_transition
+from cepvec.paths.trend.plan import transition_paths
+from cepvec.registry import choose
 
 
 def _dur(d) -> str:
@@ -43,8 +16,7 @@ def _dur(d) -> str:
 
 
 def explain(q) -> str:
-    from .engines import choose_engine
-
+    """The compiled plan of ``q`` as text: template, negations, predicates, window, engine and path."""
     occ = q.occs
     lines = [f"query: {' '.join(q.text.split())}", ""]
 
@@ -82,7 +54,7 @@ def explain(q) -> str:
     any_pred = False
     for o in occ:
         for e in q.local.get(o.id, ()):
-            lines.append(f"  local on [{o.id}] {o.name}: {render_expr(e)}")
+            lines.append(f"  local on [{o.id}] {o.name}: {render_plan_expr(e)}")
             any_pred = True
     for e in q.equivalences:
         scope = "all events" if e.occs is None else "events of " + ", ".join(
@@ -110,25 +82,18 @@ def explain(q) -> str:
     lines.append(f"event selection: {q.strategy}")
     lines.append("aggregates: " + ", ".join(a.label for a in q.aggs))
     lines.append("output columns: " + ", ".join(q.output_columns))
-    name, why = choose_engine(q)
-    lines.append(f"engine (auto): {name} - {why}")
-    from .arrow_kernel import partition_plan
-
+    choice = choose(q)
+    name = choice.engine
+    lines.append(f"engine (auto): {name} - {choice.reason}")
     lines.append(f"on Spark (cepvec.run): {partition_plan(q).why}")
     if name in ("aseq", "greta"):
-        from .engines import greta_path
-
-        path = greta_path(q)
+        path = choice.path_name
         if path == "trend":  # edge predicates the Fenwick trend path indexes
-            from .plan_trend import transition_paths
-
             lines.append("greta trend path, predecessors of each transition (string keys at run time: "
                          "predecessor scan):")
             for (s, d), how in transition_paths(q).items():
                 lines.append(f"  [{s}] {occ[s].name} -> [{d}] {occ[d].name}: {how}")
         elif path == "scan":
-            from .plan_scan import describe_transition
-
             lines.append("greta predecessor-scan path, predecessors of each transition:")
             for t in q.template.transitions:
                 how = describe_transition(q.edges.get((t.src, t.dst), ()))

@@ -840,7 +840,7 @@ def sequence_abcd(
 
 
 #: Short workload name -> generator function.
-WORKLOADS: "dict[str, Callable[..., pl.DataFrame]]" = {
+WORKLOADS: "dict[str, Callable[..., pl.DataFrame]]" = {  # noqa: F821 (typing only)
     "stock": stock_trades,
     "cluster": cluster_monitoring,
     "traffic": traffic,

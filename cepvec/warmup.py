@@ -18,17 +18,14 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 import polars as pl
 
-from .engines import greta_path, resolve_engine
-from .frontend import to_polars
-from .query import Query
+from cepvec.registry import choose
+from cepvec.runtime.prepare import to_polars
+from cepvec.plan.ir import Query
 
 
 def kernel_family(q: Query, engine: str = "auto", schema: dict | None = None) -> str:
     """Which set of kernels a run of ``q`` compiles: ``"linear"``, ``"trend"``, ``"scan"`` or ``"reference"``."""
-    name = resolve_engine(q, engine, schema)
-    if name == "reference":
-        return "reference"
-    return greta_path(q, schema) or "reference"
+    return choose(q, engine, schema).path_name
 
 
 def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: int | None = None,
@@ -61,7 +58,7 @@ def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: in
     >>> [f.result() for f in warm_up([("RETURN COUNT(*) PATTERN SEQ(A, B)", ev)], processes=1)]
     [None]
     """
-    from .api import _as_query
+    from cepvec.api import _as_query
 
     families: dict[str, list[tuple[str, str, str, bytes]]] = {}
     for query, events in work:
@@ -91,7 +88,7 @@ def _compile_family(jobs, engine: str, numeric: str) -> None:
     """In a worker process: run every (query, sample) of one family once (compiles and caches its kernels)."""
     import warnings
 
-    from .api import compile as compile_query, run
+    from cepvec.api import compile as compile_query, run
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -20,8 +20,8 @@ except ImportError as e:  # pragma: no cover - exercised only without pyspark
 from cepvec.arrow_kernel import BLOCK_COL, PART_COL, PLAN_COL, TAG_COLS, Kernel, PartitionPlan, make_kernel, \
     partition_plan
 from cepvec.errors import CepvecPlanError, CepvecTypeError
-from cepvec.frontend import TIME_UNITS, duration_to_units
-from cepvec.query import Query
+from cepvec.runtime.prepare import TIME_UNITS, duration_to_units
+from cepvec.plan.ir import Query
 
 _NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
 
@@ -33,7 +33,7 @@ def _col(name: str) -> Column:
 def time_in_units(q: Query, df: DataFrame, time_unit: str | None) -> tuple[Column, str]:
     """The time column as a BIGINT in the unit the kernel computes in, and that unit.
 
-    Mirrors :func:`cepvec.frontend.prepare`: integers count ``time_unit``
+    Mirrors :func:`cepvec.runtime.prepare.prepare`: integers count ``time_unit``
     (default seconds); Spark timestamps reach the kernel as microseconds (the
     instant for TIMESTAMP, the wall-clock value for TIMESTAMP_NTZ); dates
     count seconds.

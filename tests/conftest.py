@@ -64,9 +64,9 @@ def run_engine(query, events, **kwargs):
     ``engine="auto"``, which is what a user gets for that query.
     """
     import cepvec
-    from cepvec.engines import engine_support
+    from cepvec.registry import engine_support
 
-    from cepvec.frontend import prepare
+    from cepvec.runtime.prepare import prepare
 
     engine = kwargs.get("engine", "auto")
     q = query if isinstance(query, cepvec.Query) else cepvec.compile(query)

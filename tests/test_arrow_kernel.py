@@ -31,7 +31,7 @@ from polars.testing import assert_frame_equal
 
 import cepvec
 from cepvec.arrow_kernel import Kernel, process_batches
-from cepvec.engines import choose_engine
+from cepvec.registry import choose
 from cepvec.errors import CepvecDataError, CepvecError
 from cepvec.generators import sequence_abcd, stock_trades
 
@@ -202,7 +202,7 @@ def query_stream_cuts(draw):
     qtypes = "".join(t for t in q.event_types if t in TYPES)
     types = TYPES if not qtypes or draw(st.integers(0, 4)) == 0 else qtypes
     # the reference engine (queries the Numba engines do not support) builds every match
-    max_events = 10 if choose_engine(q)[0] == "reference" else 24
+    max_events = 10 if choose(q).engine == "reference" else 24
     df = draw(longer_streams(types, max_events))
     cuts = draw(st.lists(st.integers(0, df.height), max_size=6))
     return text, df, cuts

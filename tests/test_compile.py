@@ -11,8 +11,8 @@ import pytest
 
 import cepvec
 from cepvec import CepvecQueryError, NotSupportedError
-from cepvec import ast as A
-from cepvec.query import Equivalence, Window
+from cepvec.lang import ast as A
+from cepvec.plan.ir import Equivalence, Window
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "language.md"
 

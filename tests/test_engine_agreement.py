@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cepvec
-from cepvec.engines import engine_support, run_engine
-from cepvec.frontend import prepare
+from cepvec.registry import engine_support, run_engine
+from cepvec.runtime.prepare import prepare
 from tests.strategies import examples, make_frame, query_and_stream, sweep_size, tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
@@ -115,3 +115,17 @@ def test_type_column_encodings_agree(qs, data):
             got = _rows(run_engine(q, prepare(q, enc), engine, batches=cuts))
             diff = rows_differ(got, want)
             assert diff is None, f"{engine}, {name} type column cut at {sorted(set(cuts))}: {text}\n{enc}\n{diff}"
+
+
+@pytest.mark.parametrize("dtype", [pl.Categorical, pl.Enum(["a", "b"]), pl.String])
+def test_categorical_attribute_in_a_local_predicate(dtype):
+    """A Categorical or Enum attribute compared with a string literal (its NaN test must not cast the
+    categories to Float64, which Polars refuses)."""
+    df = pl.DataFrame({"type": ["A", "A", "B", "C", "B"], "time": [1, 2, 3, 4, 5],
+                       "x": pl.Series(["a", "b", "a", None, "b"], dtype=dtype)})
+    for text in ("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE A.x = 'a'",
+                 "RETURN COUNT(*) PATTERN SEQ(A, NOT C, B) WHERE A.x = 'a' AND B.x != 'b' WITHIN 5 SLIDE 1"):
+        want = cepvec.run(text, df, engine="reference")
+        got = cepvec.run(text, df)
+        assert got.to_dicts() == want.to_dicts(), text
+        assert len(want), text

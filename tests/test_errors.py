@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cepvec
-from cepvec.parser import MAX_NESTING
+from cepvec.lang.parser import MAX_NESTING
 
 from .strategies import examples
 

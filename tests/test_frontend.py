@@ -135,7 +135,7 @@ def test_unknown_numeric_mode(engine):
 
 
 def test_bad_engine_name():
-    from cepvec.engines import ENGINES  # the list grows as engines are added
+    from cepvec.registry import ENGINES  # the list grows as engines are added
 
     assert "auto" in ENGINES and "reference" in ENGINES
     raises_exactly(UnsupportedByEngine, f"unknown engine 'fast'; choose one of: {', '.join(ENGINES)}",

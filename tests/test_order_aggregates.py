@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 
 import cepvec
-from cepvec.engine_linear import order_keys, order_values
-from cepvec.engines import engine_support, greta_path, run_engine
-from cepvec.frontend import prepare
+from cepvec.runtime.order_keys import order_keys, order_values
+from cepvec.registry import engine_support, greta_path, run_engine
+from cepvec.runtime.prepare import prepare
 from tests.strategies import tiny_streams
 from tests.test_engine_agreement import SHAPES, WINDOWS
 from tests.test_oracle_agreement import rows_differ

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from cepvec import CepvecSyntaxError
-from cepvec import ast as A
-from cepvec.parser import AGG_FUNCS, KEYWORDS, STRATEGIES, UNITS, parse
-from cepvec.render import render, render_expr, render_pattern, render_string, render_where
-from cepvec.tokens import T, tokenize
+from cepvec.lang import ast as A
+from cepvec.lang.parser import AGG_FUNCS, KEYWORDS, STRATEGIES, UNITS, parse
+from cepvec.lang.render import render, render_expr, render_pattern, render_string, render_where
+from cepvec.lang.tokens import T, tokenize
 from tests.strategies import examples
 
 SEEDS = json.loads((Path(__file__).parent / "fixtures" / "seed_queries.json").read_text())

@@ -1,4 +1,4 @@
-"""Long runs speak: the reference engine's explosion warning and progress bars (cepvec.progress)."""
+"""Long runs speak: the reference engine's explosion warning and progress bars (cepvec.runtime.progress)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import cepvec
-from cepvec import progress
+from cepvec.runtime import progress
 
 KLEENE = "RETURN COUNT(*) PATTERN A+"
 
@@ -67,8 +67,8 @@ def test_no_warning_without_an_explosion_at_the_real_limit():
 
 def test_match_bound_is_an_upper_bound():
     # the cheap gate must never be below the true count, or a real explosion would go unwarned
-    from cepvec.engines import _match_bound
-    from cepvec.frontend import prepare
+    from cepvec.paths.reference.run import _match_bound
+    from cepvec.runtime.prepare import prepare
 
     cases = [
         ("RETURN COUNT(*) PATTERN A+", _a_run(10)),

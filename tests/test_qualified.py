@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 import cepvec
-from cepvec.engines import engine_support, run_engine
-from cepvec.frontend import prepare
+from cepvec.registry import engine_support, run_engine
+from cepvec.runtime.prepare import prepare
 from tests.strategies import tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
@@ -73,7 +73,7 @@ def test_broadcast_on_the_scan_path(window):
     """Edge predicates the Fenwick path refuses, MIN/MAX with edges: the predecessor scan."""
     text = (f"RETURN sid, COUNT(*), MIN(P.speed) PATTERN SEQ(NOT A, P+) "
             f"WHERE [P.vehicle, segment] AND P.speed != NEXT(P).speed GROUP-BY sid {window}")
-    assert cepvec.engines.greta_path(cepvec.compile(text)) == "scan"
+    assert cepvec.registry.greta_path(cepvec.compile(text)) == "scan"
     _check(text, _frame("AP"), "greta")
 
 

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cepvec
-from cepvec.engine_scan import run_scan
-from cepvec.engines import choose_engine, engine_support, greta_path
-from cepvec.frontend import prepare
+from cepvec.paths.scan.run import run_scan
+from cepvec.registry import choose, engine_support, greta_path
+from cepvec.runtime.prepare import prepare
 from tests.strategies import SLOW, examples, streams, sweep_size
 from tests.test_oracle_agreement import rows_differ
 
@@ -126,7 +126,7 @@ def test_exhaustive_tiny_streams(shape, wi):
     assert want, text  # every shape has matches in these streams
     # what engine="greta" and "auto" do with it (any path) agrees as well
     assert engine_support(q, "greta") is None
-    assert choose_engine(q)[0] == "greta"
+    assert choose(q).engine == "greta"
     assert rows_differ(_rows(cepvec.run(q, df, engine="greta")), want) is None
 
 
@@ -168,7 +168,7 @@ def test_one_partition_many_events():
 def test_streaming_replays_only_the_reach(window):
     """Many small batches over a long stream: each batch is scanned with the carried events in reach
     (2w), older ones are dropped, and every result is emitted exactly once."""
-    from cepvec.engine_scan import ScanRun
+    from cepvec.paths.scan.run import ScanRun
 
     df = tiny("ABCD", 3, (0, 1)).with_columns(time=pl.col("time") + 2 * pl.col("sid")).filter(pl.col("sid") < 80)
     for pattern, edge in (("(SEQ(A+, B))+", "A.x != NEXT(A).x OR NEXT(A).x = 1"),
@@ -312,7 +312,7 @@ def test_registry_keeps_the_faster_paths():
     q1 = cepvec.compile("RETURN COUNT(*) PATTERN Stock S+ WHERE S.price > NEXT(S).price")
     assert greta_path(q1) == "trend"
     assert greta_path(cepvec.compile("RETURN COUNT(*) PATTERN (SEQ(A+, B))+")) == "linear"
-    assert choose_engine(cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, B)"))[0] == "aseq"
+    assert choose(cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, B)")).engine == "aseq"
     for text in ("RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x WITHIN 5",
                  "RETURN COUNT(*) PATTERN A+ WHERE A.x > NEXT(A).x WITHIN 5 EMIT CHANGES",
                  "RETURN MIN(A.x) PATTERN A+ WHERE A.x > NEXT(A).x",
@@ -321,12 +321,13 @@ def test_registry_keeps_the_faster_paths():
                  "RETURN COUNT(*) PATTERN SEQ(A+, NOT C) WITHIN 5"):
         q = cepvec.compile(text)
         assert greta_path(q) == "scan", text
-        name, why = choose_engine(q)
+        choice = choose(q)
+        name, why = choice.engine, choice.reason
         assert name == "greta" and "predecessor scan" in why, why
     # still refused by every Numba path
     q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE skip_till_next_match(A) { A.x > NEXT(A).x }")
     assert "skip-till-next-match" in engine_support(q, "greta")
-    assert choose_engine(q)[0] == "reference"
+    assert choose(q).engine == "reference"
 
 
 def test_explain_names_the_scan_path():

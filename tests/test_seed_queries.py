@@ -13,8 +13,8 @@ import pytest
 
 import cepvec
 from cepvec import CepvecQueryError, NotSupportedError
-from cepvec.parser import parse
-from cepvec.render import render
+from cepvec.lang.parser import parse
+from cepvec.lang.render import render
 
 SEEDS = json.loads((Path(__file__).parent / "fixtures" / "seed_queries.json").read_text())
 OK = [s for s in SEEDS if s["expect"] == "ok"]

@@ -451,7 +451,7 @@ def test_no_progress_bar_in_spark_tasks(spark):
 
         import pyarrow as pa
 
-        from cepvec import progress
+        from cepvec.runtime import progress
 
         os.environ["CEPVEC_PROGRESS"] = "1"
         for _ in batches:

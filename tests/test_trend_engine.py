@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cepvec
-from cepvec.engine_trend import TrendRun, TrendStream, run_trend
-from cepvec.engines import choose_engine, engine_support, uses_trend_path
-from cepvec.frontend import prepare
+from cepvec.paths.trend.run import TrendRun, TrendStream, run_trend
+from cepvec.registry import choose, engine_support, greta_path
+from cepvec.runtime.prepare import prepare
 from cepvec.generators import cluster_monitoring, stock_trades
 from tests.strategies import examples, streams, tiny_streams
 from tests.test_oracle_agreement import rows_differ
@@ -91,8 +91,8 @@ def test_exhaustive_tiny_streams(shape, window):
     text = (f"RETURN sid, COUNT(*), COUNT({v}), SUM({v}.x), AVG({v}.x) PATTERN {pattern} "
             f"WHERE [sid] AND {edge} GROUP-BY sid {window}")
     q = cepvec.compile(text)
-    assert uses_trend_path(q) and engine_support(q, "greta") is None, engine_support(q, "greta")
-    assert choose_engine(q)[0] == ("greta" if q.is_kleene else "aseq")  # fixed-length: aseq, same kernels
+    assert greta_path(q) == "trend" and engine_support(q, "greta") is None, engine_support(q, "greta")
+    assert choose(q).engine == ("greta" if q.is_kleene else "aseq")  # fixed-length: aseq, same kernels
     want = _rows(cepvec.run(q, TINY, engine="reference"))
     got = _rows(cepvec.run(q, TINY, engine="greta"))
     assert rows_differ(got, want) is None, f"{text}: {rows_differ(got, want)}"
@@ -172,7 +172,7 @@ def test_trend_path_agrees_with_reference(text, df, cuts, numeric):
     want = _rows(cepvec.run(q, df, engine="reference", numeric=numeric))
     got = _rows(cepvec.run(q, df, engine="greta", numeric=numeric))
     assert rows_differ(got, want) is None, f"{text}\n{df}\n{rows_differ(got, want)}"
-    if not uses_trend_path(q):
+    if not greta_path(q) == "trend":
         return
     got_cut = _rows(run_cut(q, df, cuts, numeric=numeric))
     assert rows_differ(got_cut, want) is None, f"cut at {sorted(set(cuts))}: {text}\n{df}\n{rows_differ(got_cut, want)}"
@@ -183,7 +183,7 @@ def test_trend_path_agrees_with_reference(text, df, cuts, numeric):
 def test_batch_split_invariance(text, data):
     """Longer streams (no reference): any cut gives exactly the rows of the uncut run."""
     q = cepvec.compile(text)
-    if not uses_trend_path(q):
+    if not greta_path(q) == "trend":
         return
     n = data.draw(st.integers(0, 40), label="n")
     df = data.draw(streams(max_events=n, max_time=12, types="ABC"), label="stream") if n <= 8 else pl.concat(
@@ -219,7 +219,7 @@ Q2 = ("RETURN mapper, SUM(M.cpu) PATTERN SEQ(Start S, Measurement M+, End E) WHE
 def test_greta_q1_small(seed, w, s):
     df = stock_trades(n_events=300, seed=seed, n_companies=3, n_sectors=2)
     q = cepvec.compile(Q1.format(w=w, s=s))
-    assert choose_engine(q)[0] == "greta"
+    assert choose(q).engine == "greta"
     want = _rows(cepvec.run(q, df, engine="reference"))
     got = _rows(cepvec.run(q, df))
     assert want and rows_differ(got, want) is None
@@ -252,7 +252,7 @@ def test_greta_q1_no_window_small():
 def test_greta_q2_small(seed, w, s):
     df = cluster_monitoring(n_events=300, seed=seed, n_mappers=3, n_jobs=2, mean_measurements=6)
     q = cepvec.compile(Q2.format(w=w, s=s))
-    assert choose_engine(q)[0] == "greta"
+    assert choose(q).engine == "greta"
     want = _rows(cepvec.run(q, df, engine="reference"))
     got = _rows(cepvec.run(q, df))
     assert want and rows_differ(got, want) is None
@@ -333,18 +333,18 @@ def test_refused_with_reason(text, why):
     df = pl.DataFrame({"type": ["A", "A"], "time": [1, 2], "x": [2, 1], "y": [0, 1]})
     with pytest.raises(cepvec.UnsupportedByEngine, match="cannot run"):
         cepvec.run(q, df, engine="greta")
-    assert choose_engine(q)[0] == "reference"
+    assert choose(q).engine == "reference"
 
 
 @pytest.mark.parametrize("text,why", SCANNED)
 def test_refused_by_trend_path_runs_on_scan(text, why):
-    from cepvec.engines import greta_path
-    from cepvec.plan_trend import unsupported_reason
+    from cepvec.registry import greta_path
+    from cepvec.paths.trend.plan import unsupported_reason
 
     q = cepvec.compile(text)
     assert why in unsupported_reason(q)
     assert engine_support(q, "greta") is None and greta_path(q) == "scan"
-    assert choose_engine(q)[0] == "greta"
+    assert choose(q).engine == "greta"
     df = pl.DataFrame({"type": ["A", "A", "C", "D", "A", "B"], "time": [1, 2, 3, 4, 5, 6], "x": [2, 1, 0, 0, 3, 0],
                        "y": [0, 1, 0, 0, 2, 0]})
     want = cepvec.run(q, df, engine="reference")
@@ -365,13 +365,13 @@ def test_aseq_takes_edge_sequences_on_the_trend_path():
     """A-Seq's edge predicates between adjacent variables (a.x < b.x): the Fenwick path, under either name."""
     q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE a.x < b.x")
     assert engine_support(q, "aseq") is None and engine_support(q, "greta") is None
-    assert uses_trend_path(q) and choose_engine(q)[0] == "aseq"
+    assert greta_path(q) == "trend" and choose(q).engine == "aseq"
     df = pl.DataFrame({"type": ["A", "A", "B", "B"], "time": [1, 2, 3, 4], "x": [5, 1, 3, 9]})
     assert cepvec.run(q, df, engine="aseq")["COUNT(*)"].to_list() == [3]
     q = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b)")
-    assert choose_engine(q)[0] == "aseq" and not uses_trend_path(q)
+    assert choose(q).engine == "aseq" and not greta_path(q) == "trend"
     q = cepvec.compile("RETURN COUNT(*) PATTERN A+ WHERE A.x < NEXT(A).x")
-    assert "Kleene" in engine_support(q, "aseq") and choose_engine(q)[0] == "greta"
+    assert "Kleene" in engine_support(q, "aseq") and choose(q).engine == "greta"
 
 
 def test_explain_names_the_path_of_each_transition():

@@ -128,7 +128,7 @@ class GretaScaling:
 class GretaScalingScan:
     """Baseline from the same run: the predecessor-scan path (O(n) per event) on the same query.
 
-    The scan is forced by calling its driver ``cepvec.engine_scan.run_scan`` directly (the engine
+    The scan is forced by calling its driver ``cepvec.paths.scan.run.run_scan`` directly (the engine
     registry would pick the Fenwick path for this predicate); it returns the same counts. Only up
     to 10^5 events: 10^6 would take about 100x the 10^5 time.
     """
@@ -138,8 +138,8 @@ class GretaScalingScan:
     timeout = 600
 
     def setup(self, n_events):
-        from cepvec.engine_scan import run_scan
-        from cepvec.frontend import prepare
+        from cepvec.paths.scan.run import run_scan
+        from cepvec.runtime.prepare import prepare
 
         self.q = cepvec.compile(Q1_ONE_WINDOW)
         self.events = scaling_events("generator", n_events)

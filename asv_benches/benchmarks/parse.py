@@ -1,13 +1,13 @@
 """Parse and compile time of named stress shapes (after sqlglot ``benchmarks/parse.py``).
 
-``time_parse`` is text -> AST (:func:`cepvec.parser.parse`); ``time_compile``
+``time_parse`` is text -> AST (:func:`cepvec.lang.parser.parse`); ``time_compile``
 is text -> compiled :class:`cepvec.Query` (parse, checks, GRETA template).
 """
 
 from __future__ import annotations
 
 import cepvec
-from cepvec.parser import parse
+from cepvec.lang.parser import parse
 
 
 def _greta_q1() -> str:

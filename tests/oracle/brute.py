@@ -1,7 +1,7 @@
 """A second, independent brute-force oracle for cepvec (tests only).
 
-It shares no matching code with :mod:`cepvec.reference`. It reads only the
-compiled :class:`cepvec.query.Query` (pattern tree, predicates, window,
+It shares no matching code with :mod:`cepvec.paths.reference.evaluate`. It reads only the
+compiled :class:`cepvec.plan.ir.Query` (pattern tree, predicates, window,
 aggregates) and decides everything else itself, straight from docs/semantics.md:
 
 * per partition (equal values of ``q.partition_by``; None equals None), every
@@ -24,8 +24,8 @@ import itertools
 import math
 from fractions import Fraction
 
-from cepvec import ast as A
-from cepvec.query import Kleene, Leaf, Neg, Query, Seq
+from cepvec.lang import ast as A
+from cepvec.plan.ir import Kleene, Leaf, Neg, Query, Seq
 
 _UNIT_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9,
             "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}

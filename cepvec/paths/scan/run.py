@@ -1,10 +1,10 @@
 """Driver of the GRETA predecessor-scan path: encode columns, partition, run the kernel, assemble rows.
 
-:class:`ScanRun` has the interface of :class:`cepvec.engine_linear.LinearRun`
-and :class:`cepvec.engine_trend.TrendRun`: ``push(df, times)`` any number of
+:class:`ScanRun` has the interface of :class:`cepvec.paths.linear.run.LinearRun`
+and :class:`cepvec.paths.trend.run.TrendRun`: ``push(df, times)`` any number of
 time-ordered batches, then ``finish(prep)``; the result does not depend on the
 cuts. Partition ids come from the trend path's
-:class:`cepvec.partitions.Partitions`, and the last time stamp of a batch
+:class:`cepvec.runtime.partitions.Partitions`, and the last time stamp of a batch
 is held back as there (ties are processed together).
 
 * No window (and EMIT CHANGES without WITHIN): every earlier event of a
@@ -21,12 +21,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .errors import CepvecDataError, CepvecOverflowError
-from .frontend import Prepared
-from .kernels import scan as K
-from .kernels.trend import float_order_key, partition_order
-from .plan_scan import Programs, ScanPlan, build
-from .polars_expr import predicate_mask
+from cepvec.errors import CepvecDataError
+from cepvec.runtime.prepare import Prepared
+from cepvec.kernels import scan as K
+from cepvec.paths.base import feed
+from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
+from cepvec.kernels.trend import float_order_key, partition_order
+from cepvec.paths.scan.plan import Programs, ScanPlan, build
+from cepvec.runtime.polars_expr import predicate_mask
 
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "slide": K.MODE_SLIDE}
 _NEG = -(1 << 62)  # "before every time" / "after every time" bounds of the emitted results
@@ -74,7 +76,7 @@ class ScanRun:
     """One query over one time-ordered stream on the predecessor-scan path."""
 
     def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
-        from .partitions import Partitions
+        from cepvec.runtime.partitions import Partitions
 
         self.q = q
         self.plan: ScanPlan = build(q)
@@ -104,8 +106,8 @@ class ScanRun:
 
     def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
         """New partitions ``dst`` (key frames) start with the events of partitions ``src``: kept
-        batches or carried window events, and held-back rows (see cepvec.qualified)."""
-        from .qualified import copy_rows
+        batches or carried window events, and held-back rows (see cepvec.paths.qualified)."""
+        from cepvec.paths.qualified import copy_rows
 
         def with_copies(f: pl.DataFrame) -> pl.DataFrame:
             extra = copy_rows(f, src, dst)
@@ -283,10 +285,7 @@ class ScanRun:
                    A["start_neg"], A["end_neg"], comp_i, comp_f, A["mm_occ"], np.int64(self.programs.max_depth),
                    out_vi, out_vf, out_mm, err)
         if err[0]:
-            raise CepvecOverflowError(
-                f"an exact int64 count or sum overflows in partition {parts.describe(int(err[1]))} near time "
-                f"{int(err[2])} for query {' '.join(q.text.split())!r}; pass numeric='float64' for "
-                "approximate results")
+            raise overflow_error(q, f"in partition {parts.describe(int(err[1]))} near time {int(err[2])}")
         # cells: (partition, key) -> values
         seg_of_row = np.repeat(np.arange(n_seg), cap)
         row_in_seg = np.arange(n_out) - out_ptr[:-1][seg_of_row]
@@ -312,15 +311,13 @@ class ScanRun:
 
 
 def _out_schema(q, prep, numeric):
-    from .frontend import output_schema
+    from cepvec.runtime.prepare import output_schema
 
     return output_schema(q, prep.df.schema, prep.time_dtype, numeric)
 
 
 def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFrame, parts) -> pl.DataFrame:
     """Sum the cells of the partitions of each group (min/max for MIN/MAX), then finish the aggregates."""
-    from .engines import _assemble_output, _sums_overflow
-
     if not len(cells):
         return pl.DataFrame(schema=_out_schema(q, prep, numeric))
     if q.group_by:
@@ -328,10 +325,8 @@ def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFra
     by = list(q.group_by) + ["__key"]
     vcols = [c for c in cells.columns if c.startswith("__v")]
     int_cols = [c for c in vcols if cells.schema[c].is_integer()]
-    if _sums_overflow(cells, by, int_cols):
-        raise CepvecOverflowError(
-            f"an exact int64 count or sum overflows when adding up the partitions of a group for query "
-            f"{' '.join(q.text.split())!r}; pass numeric='float64' for approximate results")
+    if sums_overflow(cells, by, int_cols):
+        raise overflow_error(q, "when adding up the partitions of a group")
     aggs = [pl.col(c).sum() for c in vcols]
     for m in range(len(plan.minmax)):
         aggs += [pl.col(f"__mn{m}").min(), pl.col(f"__mx{m}").max()]
@@ -339,7 +334,7 @@ def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFra
     keyv = g["__key"].to_numpy()
     group_cols = {gcol: g[gcol] for gcol in q.group_by}
     vals = {c: g[c] for c in vcols}
-    out = _assemble_output(q, prep, plan, numeric, group_cols, keyv, vals, minmax_ok=True)
+    out = assemble_output(q, prep, plan, numeric, group_cols, keyv, vals, minmax_ok=True)
     for m, (j, _, _) in enumerate(plan.minmax):
         a = q.aggs[j]
         out = out.with_columns(g[f"__mn{m}" if a.func == "MIN" else f"__mx{m}"].alias(a.label))
@@ -348,6 +343,4 @@ def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFra
 
 def run_scan(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` on the predecessor-scan path (``batches``: cut points, for tests)."""
-    from .engines import feed
-
     return feed(ScanRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric), prep, batches)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .query import Query, Seq, Neg, Leaf
+from cepvec.runtime.order_keys import orderable
+from cepvec.plan.ir import Query, Seq, Neg, Leaf
 
 MAX_OCCS = 64
 
@@ -78,8 +79,6 @@ def unsupported_reason(q: Query, schema: dict | None = None) -> str | None:
         return "equivalence on the attribute of one variable only (" + ", ".join(
             e.text for e in q.qualified_equivalences) + ")"
     if schema is not None:
-        from .engine_linear import orderable
-
         for a in q.aggs:
             if a.func in ("MIN", "MAX") and a.attr in schema and not orderable(schema[a.attr]):
                 return f"{a.label} over a {schema[a.attr]} attribute (MIN/MAX of numbers, booleans and times only)"

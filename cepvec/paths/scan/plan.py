@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from . import ast as A
-from .errors import UnsupportedByEngine
-from .kernels import scan as K
-from .plan_linear import Component, plan_components, top_negations
-from .query import Query, iter_refs
+from cepvec.lang import ast as A
+from cepvec.errors import UnsupportedByEngine
+from cepvec.kernels import scan as K
+from cepvec.paths.linear.plan import Component, plan_components, top_negations
+from cepvec.plan.ir import Query, iter_refs
 
 MAX_OCCS = 62  # occurrences are bits of an int64
 _CMP = {"=": K.CMP_EQ, "!=": K.CMP_NE, "<": K.CMP_LT, "<=": K.CMP_LE, ">": K.CMP_GT, ">=": K.CMP_GE}

@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import ast as A
-from .errors import CepvecOverflowError, CepvecTypeError
-from .query import Kleene, Leaf, Neg, Query, Seq
+from cepvec.lang import ast as A
+from cepvec.errors import CepvecOverflowError, CepvecTypeError
+from cepvec.plan.ir import Kleene, Leaf, Neg, Query, Seq
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -103,7 +103,7 @@ class _Partition:
     def __init__(self, q: Query, rows: list[dict], times: list[int], types: list,
                  global_pos: list[int], all_times: list[int], max_span: int | None, progress=None):
         self.q = q
-        self.progress = progress  # counts the matches built (cepvec.progress.Progress), or None
+        self.progress = progress  # counts the matches built (cepvec.runtime.progress.Progress), or None
         self.rows = rows
         self.times = times
         self.types = types
@@ -246,7 +246,7 @@ def _key(v):
     return v
 
 
-def _unkey(v):
+def unkey(v):
     return math.nan if v is NAN_KEY else v
 
 
@@ -387,10 +387,10 @@ def aggregate(q: Query, result: ReferenceResult, *, numeric: str = "int64",
                         f"{' '.join(q.text.split())!r}; pass numeric='float64' for approximate results")
             vals.append(v)
         out.append((group, window, vals))
-    out.sort(key=lambda r: (_sort_key(r[0]), r[1]))
-    return [(tuple(_unkey(g) for g in group), window, vals) for group, window, vals in out]
+    out.sort(key=lambda r: (sort_key(r[0]), r[1]))
+    return [(tuple(unkey(g) for g in group), window, vals) for group, window, vals in out]
 
 
-def _sort_key(values: tuple):
+def sort_key(values: tuple):
     # nulls last (polars' nulls_last=True); NaN after every number, before null (as Polars sorts)
     return tuple((v is None, v is NAN_KEY, v if v is not None and v is not NAN_KEY else 0) for v in values)

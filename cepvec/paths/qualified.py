@@ -29,7 +29,8 @@ import dataclasses
 import numpy as np
 import polars as pl
 
-from .query import Equivalence, Query
+from cepvec.paths.base import Path
+from cepvec.plan.ir import Equivalence, Query
 
 PHANTOM = "__phantom"
 
@@ -71,10 +72,40 @@ def unqualified_query(q: Query) -> Query:
     return dataclasses.replace(q, equivalences=tuple(eqs))
 
 
-class QualifiedRun:
-    """Wraps an engine's run class (``push``/``finish``/``clone_partitions``) for qualified equivalences."""
+class Qualified(Path):
+    """A path that runs qualified equivalences by broadcasting on top of ``inner`` (see the module)."""
 
-    def __init__(self, inner_cls, q: Query, schema: dict, *, w, s, numeric: str = "int64"):
+    def __init__(self, inner: Path):
+        self.inner = inner
+        self.name = f"{inner.name} (qualified equivalence by broadcasting)"
+
+    def supports(self, q: Query, schema: dict | None = None) -> str | None:
+        why = unsupported_reason(q)
+        if why is not None:
+            return why
+        return self.inner.supports(unqualified_query(q), _with_key_cols(q, schema) if schema is not None else None)
+
+    def plan(self, q: Query, schema: dict | None = None):
+        return self.inner.plan(unqualified_query(q), schema)
+
+    def open(self, q: Query, schema: dict, *, w, s, numeric: str = "int64") -> "QualifiedRun":
+        return QualifiedRun(self.inner.open, q, schema, w=w, s=s, numeric=numeric)
+
+
+def _with_key_cols(q: Query, schema: dict) -> dict:
+    """``schema`` with the key columns and the phantom flag :class:`QualifiedRun` adds."""
+    out = dict(schema)
+    for i, e in enumerate(q.qualified_equivalences):
+        if e.attr in out:
+            out[_key_col(i)] = out[e.attr]
+    out[PHANTOM] = pl.Boolean
+    return out
+
+
+class QualifiedRun:
+    """Wraps an inner path's run (``push``/``finish``/``clone_partitions``) for qualified equivalences."""
+
+    def __init__(self, open_inner, q: Query, schema: dict, *, w, s, numeric: str = "int64"):
         self.q = q
         self.quals = [e.attr for e in q.qualified_equivalences]
         self.unq = [c for c in q.partition_by]  # shared by every event of a match
@@ -82,13 +113,10 @@ class QualifiedRun:
         self.keyed_types = sorted({t for o in occs for t in q.occs[o].types})
         self.all_types = sorted({t for o in q.occs for t in o.types})
         self.key_cols = [_key_col(i) for i in range(len(self.quals))]
-        schema = dict(schema)
-        for c, a in zip(self.key_cols, self.quals):
-            schema[c] = schema[a]
-        schema[PHANTOM] = pl.Boolean
+        schema = _with_key_cols(q, schema)
         self.schema = schema
         self.known = pl.DataFrame(schema={**{c: schema[c] for c in self.unq + self.key_cols}})
-        self.inner = inner_cls(unqualified_query(q), schema, w=w, s=s, numeric=numeric)
+        self.inner = open_inner(unqualified_query(q), schema, w=w, s=s, numeric=numeric)
         self.held: tuple[pl.DataFrame, np.ndarray] | None = None
 
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:

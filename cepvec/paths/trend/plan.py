@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import ast as A
-from .kernels import trend as K
-from .plan_linear import Component, plan_components, top_negations
-from .query import Leaf, Query, iter_refs
+from cepvec.lang import ast as A
+from cepvec.lang.render import render_plan_expr
+from cepvec.kernels import trend as K
+from cepvec.paths.linear.plan import Component, plan_components, top_negations
+from cepvec.plan.ir import Leaf, Query, iter_refs
 
 MAX_OCCS = 62  # occurrences and negations are bits of an int64
 OPS = {"<": K.K_LT, "<=": K.K_LE, ">": K.K_GT, ">=": K.K_GE, "=": K.K_EQ}
@@ -47,12 +48,10 @@ class EdgeIndex:
     def describe(self) -> str:
         if self.op is None:
             return "running sum (no edge predicate)"
-        from .explain import render_expr
-
-        what = (f"one cell per distinct value of {render_expr(self.key)} (point lookup, O(1))"
+        what = (f"one cell per distinct value of {render_plan_expr(self.key)} (point lookup, O(1))"
                 if self.op == "=" else
-                f"Fenwick tree over the ranks of {render_expr(self.key)}, prefix sums for "
-                f"{render_expr(self.key)} {self.op} {render_expr(self.thr)} (O(log n))")
+                f"Fenwick tree over the ranks of {render_plan_expr(self.key)}, prefix sums for "
+                f"{render_plan_expr(self.key)} {self.op} {render_plan_expr(self.thr)} (O(log n))")
         return f"{what} [{self.text}]"
 
 

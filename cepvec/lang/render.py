@@ -1,4 +1,4 @@
-"""Syntax tree -> query text: the inverse of :func:`cepvec.parser.parse`.
+"""Syntax tree -> query text: the inverse of :func:`cepvec.lang.parser.parse`.
 
 ``parse(render(tree)) == tree`` for every tree the parser produces (source
 spans and aggregate labels are not part of equality). The text keeps the
@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 import re
 
-from . import ast as A
-from .parser import AGG_FUNCS, KEYWORDS, STRATEGIES
-from .tokens import T, tokenize
+from cepvec.lang import ast as A
+from cepvec.lang.parser import AGG_FUNCS, KEYWORDS, STRATEGIES
+from cepvec.lang.tokens import T, tokenize
 
 __all__ = ["render", "render_pattern", "render_expr", "render_string"]
 
@@ -44,8 +44,8 @@ def render(tree: A.QueryAst, *, form: str | None = None) -> str:
 
     Parameters
     ----------
-    tree : cepvec.ast.QueryAst
-        A tree produced by :func:`cepvec.parser.parse` (or built to the same
+    tree : cepvec.lang.ast.QueryAst
+        A tree produced by :func:`cepvec.lang.parser.parse` (or built to the same
         shape).
     form : {"greta", "sase", "aseq"}, optional
         Surface form of the text; default ``tree.form`` (needed for
@@ -69,7 +69,7 @@ def render(tree: A.QueryAst, *, form: str | None = None) -> str:
 
     Examples
     --------
-    >>> from cepvec.parser import parse
+    >>> from cepvec.lang.parser import parse
     >>> render(parse("RETURN sector, count(*) PATTERN Stock+ S WHERE S.price ≥ NEXT(S).price "
     ...              "GROUP-BY sector WITHIN 10minutes"))
     'RETURN sector, count(*) PATTERN Stock S+ WHERE S.price >= NEXT(S).price GROUP-BY sector WITHIN 10 min'
@@ -328,3 +328,36 @@ def _is_name(text: str) -> bool:
         return False
     return (len(toks) == 2 and toks[0].kind is T.IDENT and toks[0].text == text
             and text.upper() not in KEYWORDS)
+
+
+def render_plan_expr(e) -> str:
+    """Render a compiled-plan expression for ``explain``: fully parenthesised, with the plan's
+    ``$next``/``$prev`` references as ``NEXT.attr``/``PREV.attr`` (:func:`render_expr` renders
+    query text)."""
+    if isinstance(e, A.Num):
+        return repr(e.value)
+    if isinstance(e, A.Str):
+        return "'" + e.value.replace("'", "''") + "'"
+    if isinstance(e, A.Ref):
+        if e.var == "$next":
+            return f"NEXT.{e.attr}"
+        if e.var == "$prev":
+            return f"PREV.{e.attr}"
+        if e.next:
+            return f"NEXT({e.var}).{e.attr}"
+        base = e.var if e.var is not None else ""
+        if e.index is not None:
+            sub = {"first": "1", "last": f"{e.var}.LEN"}.get(e.index, e.index)
+            base += f"[{sub}]"
+        return f"{base}.{e.attr}" if base else e.attr
+    if isinstance(e, A.Unary):
+        if e.op == "NOTNULL":
+            return f"{render_plan_expr(e.operand)} IS NOT NULL"
+        return f"-{render_plan_expr(e.operand)}" if e.op == "-" else f"NOT ({render_plan_expr(e.operand)})"
+    if isinstance(e, (A.Bin, A.Cmp)):
+        return f"({render_plan_expr(e.left)} {e.op} {render_plan_expr(e.right)})"
+    if isinstance(e, A.BoolOp):
+        return "(" + f" {e.op} ".join(render_plan_expr(x) for x in e.items) + ")"
+    if isinstance(e, A.Call):
+        return f"{e.name}(" + ", ".join(render_plan_expr(x) for x in e.args) + ")"
+    return str(e)

@@ -13,7 +13,7 @@ import os
 import sys
 import warnings
 
-from .errors import CepvecWarning
+from cepvec.errors import CepvecWarning
 
 BAR_DELAY = 1.0  # seconds before a bar is drawn: short runs print nothing
 # matches the reference engine builds in about ten seconds (measured ~10 us per match, see
@@ -44,7 +44,7 @@ def bar_enabled() -> bool:
 
 def warn_user(message: str) -> None:
     """A :class:`CepvecWarning` attributed to the first frame outside cepvec (the user's call)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the cepvec package folder
     frame, level = sys._getframe(1), 2
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame, level = frame.f_back, level + 1

@@ -24,18 +24,18 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from .errors import CepvecDataError, CepvecOverflowError
-from .frontend import Prepared
-from .kernels import linear as K
-from .plan_linear import LinearPlan
-from .partitions import Partitions
-from .polars_expr import predicate_mask
+from cepvec.errors import CepvecDataError
+from cepvec.runtime.prepare import Prepared
+from cepvec.kernels import linear as K
+from cepvec.runtime.output import build_output_frame, overflow_error
+from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
+from cepvec.paths.linear.plan import LinearPlan
+from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.polars_expr import predicate_mask
 
 STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
 # The order semiring (MIN / MAX): values are uint64 order keys, "+" is max and "*" is min, so 0
 # is the zero (no match, or no value) and 2**64 - 1 the one; a bigger key is a better extreme.
-ORDER_ONE = np.uint64(np.iinfo(np.uint64).max)
-_SIGN = np.uint64(1 << 63)
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "emit": K.MODE_EMIT, "slide": K.MODE_SLIDE}
 _BIG = np.iinfo(np.int64).max // 4
 _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
@@ -353,8 +353,8 @@ class LinearStream(Partitions):
 
     def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
         """New partitions ``dst`` (key frames) start with the state of partitions ``src``: their
-        vector or carried window events, and their held-back rows (see cepvec.qualified)."""
-        from .qualified import clone_index, copy_rows
+        vector or carried window events, and their held-back rows (see cepvec.paths.qualified)."""
+        from cepvec.paths.qualified import clone_index, copy_rows
 
         d = self._partition_ids(dst)
         sp = self._partition_ids(src)
@@ -555,9 +555,7 @@ class LinearStream(Partitions):
         self.carry = {"t": ev_t[idx], "prog": ev_prog[idx], "w": ev_w[idx], "pid": pid}
 
     def _raise_overflow(self, pid: int, t: int):
-        raise CepvecOverflowError(
-            f"an exact int64 count or sum overflows in partition {self.describe(pid)} near time {t} "
-            f"for query {' '.join(self.q.text.split())!r}; pass numeric='float64' for approximate results")
+        raise overflow_error(self.q, f"in partition {self.describe(pid)} near time {t}")
 
     # -------------------------------------------------------------- results
     def result_cells(self) -> pl.DataFrame:
@@ -587,7 +585,7 @@ class LinearRun:
     """
 
     def __init__(self, q, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64"):
-        from .plan_linear import build
+        from cepvec.paths.linear.plan import build
 
         self.q = q
         self.plan = build(q)
@@ -619,81 +617,7 @@ class LinearRun:
             st.clone_partitions(dst, src)
 
     def finish(self, prep: Prepared) -> pl.DataFrame:
-        from .engines import build_output_frame
-
         for st in self.streams:
             st.finish()
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
-
-
-def run_linear(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
-    """Evaluate ``q`` with the linear-map kernels (``batches``: cut points, for tests)."""
-    from .engines import feed
-
-    return feed(LinearRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric), prep, batches)
-
-
-# ---------------------------------------------------------------------- order keys (MIN / MAX)
-
-def orderable(dtype) -> bool:
-    """True when MIN / MAX over a column of ``dtype`` can run on order keys."""
-    return dtype.is_numeric() and not dtype.is_decimal() or dtype.is_temporal() or dtype == pl.Boolean
-
-
-def check_orderable(q, comp, schema: dict) -> None:
-    from .errors import UnsupportedByEngine
-
-    dt = schema[comp.attr]
-    if not orderable(dt):
-        raise UnsupportedByEngine(
-            f"{comp.kind.upper()} over '{comp.attr}' ({dt}) in query {' '.join(q.text.split())!r}: the Numba "
-            "engines take MIN/MAX of numbers, booleans, dates and times only; use engine='reference'")
-
-
-def order_keys(col: pl.Series, kind: str, q) -> np.ndarray:
-    """uint64 order keys of ``col`` for a ``min`` / ``max`` component: a bigger key is a
-    better extreme (MIN: smaller value), null and NaN are 0 (no value)."""
-    dt = col.dtype
-    if dt.is_float():
-        x = col.cast(pl.Float64).fill_nan(None)
-        valid = x.is_not_null().to_numpy()
-        bits = x.fill_null(0.0).to_numpy().view(np.uint64)
-        key = np.where(bits >> np.uint64(63), ~bits, bits | _SIGN)
-    else:
-        x = col.to_physical() if dt.is_temporal() else col
-        try:
-            x = x.cast(pl.Int64)
-        except pl.exceptions.InvalidOperationError as exc:
-            raise CepvecDataError(
-                f"{kind.upper()}({col.name}): a value does not fit in Int64 ({exc}); use engine='reference'"
-            ) from None
-        valid = x.is_not_null().to_numpy()
-        key = x.fill_null(0).to_numpy().view(np.uint64) ^ _SIGN
-    if kind == "min":
-        key = ~key
-    key = np.where(valid, key, np.uint64(0))
-    if np.any(valid & (key == 0)):
-        extreme = "largest" if kind == "min" else "smallest"
-        raise CepvecDataError(
-            f"{kind.upper()}({col.name}) in query {' '.join(q.text.split())!r}: the {extreme} Int64 value "
-            "cannot be told from 'no value' by the Numba engines' order keys; use engine='reference'")
-    return key
-
-
-def order_values(keys: pl.Series, kind: str, dtype) -> pl.Series:
-    """The values of ``order_keys`` (0: null), as a Series of ``dtype``."""
-    k = keys.to_numpy().astype(np.uint64, copy=False)
-    null = k == 0
-    if kind == "min":
-        k = ~k
-    if dtype.is_float():
-        bits = np.where(k >> np.uint64(63), k ^ _SIGN, ~k)
-        vals = pl.Series(keys.name, bits.view(np.float64))
-    else:
-        vals = pl.Series(keys.name, (k ^ _SIGN).view(np.int64))
-        if dtype.is_temporal():
-            phys = pl.Int32 if dtype == pl.Date else pl.Int64
-            return pl.select(pl.when(pl.Series(null)).then(None).otherwise(vals.cast(phys))).to_series() \
-                .cast(dtype).rename(keys.name)
-    return pl.select(pl.when(pl.Series(null)).then(None).otherwise(vals)).to_series().cast(dtype).rename(keys.name)

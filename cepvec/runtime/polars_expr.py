@@ -1,4 +1,4 @@
-"""Compile predicate expressions (``cepvec.ast``) to Polars expressions.
+"""Compile predicate expressions (``cepvec.lang.ast``) to Polars expressions.
 
 Used to evaluate local (vertex) predicates on whole columns before a kernel
 runs. Semantics match the reference engine's evaluator: SQL three-valued
@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import ast as A
+from cepvec.lang import ast as A
 
 
 def to_polars(expr, columns: dict[str, str] | None = None) -> pl.Expr:
     """Polars expression for ``expr``; ``columns`` maps Ref.var to a column prefix."""
     def col(ref: A.Ref) -> pl.Expr:
         # NaN reads as null in predicates (as in the reference engine); Polars would order NaN
-        # above every number. The cast is a no-op test for non-float columns.
+        # above every number. The test is false for non-float columns (to_physical first: a Categorical
+        # or Enum column cannot be cast to Float64, its physical codes can).
         x = pl.col(ref.attr)
-        return pl.when(x.cast(pl.Float64, strict=False).is_nan().fill_null(False)).then(None).otherwise(x)
+        return pl.when(_is_nan(x)).then(None).otherwise(x)
 
     def go(e) -> pl.Expr:
         if isinstance(e, A.Num):
@@ -31,7 +32,7 @@ def to_polars(expr, columns: dict[str, str] | None = None) -> pl.Expr:
         if isinstance(e, A.Unary):
             if e.op == "NOTNULL":  # NaN reads as null everywhere in predicates
                 x = go(e.operand)
-                return x.is_not_null() & x.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()
+                return x.is_not_null() & _is_nan(x).not_()
             return go(e.operand).not_() if e.op == "NOT" else -go(e.operand)
         if isinstance(e, A.Bin):
             a, b = go(e.left), go(e.right)
@@ -56,6 +57,11 @@ def to_polars(expr, columns: dict[str, str] | None = None) -> pl.Expr:
         raise AssertionError(e)
 
     return go(expr)
+
+
+def _is_nan(x: pl.Expr) -> pl.Expr:
+    """True where ``x`` is a float NaN, false elsewhere (null, non-float columns included)."""
+    return x.to_physical().cast(pl.Float64, strict=False).is_nan().fill_null(False)
 
 
 def predicate_mask(exprs, *, default: bool = True) -> pl.Expr:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .errors import CepvecSyntaxError
+from cepvec.errors import CepvecSyntaxError
 
 
 class T(Enum):

@@ -13,8 +13,8 @@ from fractions import Fraction
 
 import polars as pl
 
-from .errors import (CepvecDataError, CepvecPlanError, CepvecTypeError, CepvecWarning)
-from .query import Query
+from cepvec.errors import (CepvecDataError, CepvecPlanError, CepvecTypeError, CepvecWarning)
+from cepvec.plan.ir import Query
 
 UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
            "min": 60_000_000_000, "h": 3_600_000_000_000, "d": 86_400_000_000_000}
@@ -98,8 +98,8 @@ def check_predicate_types(q: Query, schema: dict) -> None:
     Checked on the input's schema before any engine runs, so every engine (and Spark, on the
     driver) reports the same error instead of a Polars or Numba one from inside a run.
     """
-    from . import ast as A
-    from .render import render_expr
+    from cepvec.lang import ast as A
+    from cepvec.lang.render import render_expr
 
     def kind(e):
         if isinstance(e, A.Num):

@@ -1,6 +1,6 @@
 """Driver of the GRETA trend path (edge predicates): encode columns, carry state across batches.
 
-:class:`TrendRun` mirrors :class:`cepvec.engine_linear.LinearRun`: ``push(df,
+:class:`TrendRun` mirrors :class:`cepvec.paths.linear.run.LinearRun`: ``push(df,
 times)`` any number of time-ordered batches, then ``finish(prep)`` returns the
 result DataFrame. Results do not depend on how the input is cut:
 
@@ -20,12 +20,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .errors import CepvecDataError, CepvecOverflowError, CepvecPlanError, UnsupportedByEngine
-from .frontend import Prepared
-from .kernels import trend as K
-from .plan_trend import TrendPlan, build
-from .partitions import Partitions
-from .polars_expr import predicate_mask, to_polars
+from cepvec.errors import CepvecDataError, CepvecPlanError, UnsupportedByEngine
+from cepvec.runtime.prepare import Prepared
+from cepvec.kernels import trend as K
+from cepvec.paths.base import feed
+from cepvec.runtime.output import build_output_frame, overflow_error
+from cepvec.paths.trend.plan import TrendPlan, build
+from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.polars_expr import predicate_mask, to_polars
 
 _BIG = np.iinfo(np.int64).max // 4
 _EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid")
@@ -38,6 +40,27 @@ def _domain(dt) -> str | None:
     if dt.is_float() or dt.is_numeric():
         return "float"
     return None
+
+
+def keyed_transitions(q, plan: TrendPlan, schema: dict) -> list[tuple[int, pl.Expr, pl.Expr, str]]:
+    """``(transition, key expr, threshold expr, "int" | "float")`` of every indexed transition;
+    raises :class:`UnsupportedByEngine` when a key or threshold is not a number, boolean or time."""
+    empty = pl.DataFrame(schema=schema)
+    keyed = []
+    for k, t in enumerate(plan.transitions):
+        if t.index.op is None:
+            continue
+        kx, tx = to_polars(t.index.key), to_polars(t.index.thr)
+        dts = empty.select(kx.alias("k"), tx.alias("t")).schema
+        doms = [_domain(dts["k"]), _domain(dts["t"])]
+        if None in doms:
+            bad = dts["k"] if doms[0] is None else dts["t"]
+            raise UnsupportedByEngine(
+                f"engine='greta' cannot run query {' '.join(q.text.split())!r}: edge predicate "
+                f"{t.index.text} compares values of type {bad}; the trend path indexes numbers, booleans "
+                "and times only. Use engine='reference'")
+        keyed.append((k, kx, tx, "float" if "float" in doms else "int"))
+    return keyed
 
 
 class TrendStream:
@@ -67,22 +90,7 @@ class TrendStream:
         n_occ = len(plan.occ_ids)
         self.comp_i = np.ascontiguousarray(co[self.main_comps].reshape(len(self.main_comps), n_occ))
         self.comp_f = np.ascontiguousarray(co[self.float_comps].reshape(len(self.float_comps), n_occ))
-        # key / threshold expressions of the indexed transitions, with their comparison domain
-        empty = pl.DataFrame(schema=schema)
-        self.keyed: list[tuple[int, pl.Expr, pl.Expr, str]] = []
-        for k, t in enumerate(plan.transitions):
-            if t.index.op is None:
-                continue
-            kx, tx = to_polars(t.index.key), to_polars(t.index.thr)
-            dts = empty.select(kx.alias("k"), tx.alias("t")).schema
-            doms = [_domain(dts["k"]), _domain(dts["t"])]
-            if None in doms:
-                bad = dts["k"] if doms[0] is None else dts["t"]
-                raise UnsupportedByEngine(
-                    f"engine='greta' cannot run query {' '.join(q.text.split())!r}: edge predicate "
-                    f"{t.index.text} compares values of type {bad}; the trend path indexes numbers, booleans "
-                    "and times only. Use engine='reference'")
-            self.keyed.append((k, kx, tx, "float" if "float" in doms else "int"))
+        self.keyed = keyed_transitions(q, plan, schema)  # raises UnsupportedByEngine for other types
         key_schema = {c: schema[c] for c in q.partition_by}
         self.parts = Partitions(q, key_schema)
         self.next_k = np.zeros(0, np.int64)
@@ -158,8 +166,8 @@ class TrendStream:
 
     def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
         """New partitions ``dst`` (key frames) start with the state of partitions ``src``: their
-        carried rows or window events, and their held-back rows (see cepvec.qualified)."""
-        from .qualified import clone_index, copy_rows
+        carried rows or window events, and their held-back rows (see cepvec.paths.qualified)."""
+        from cepvec.paths.qualified import clone_index, copy_rows
 
         d = self.parts.ids(dst)
         sp = self.parts.ids(src)
@@ -279,10 +287,7 @@ class TrendStream:
                 f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
                 "events; use a coarser SLIDE or a shorter WITHIN")
         if err[0]:
-            raise CepvecOverflowError(
-                f"an exact int64 count or sum overflows in partition {self.parts.describe(int(err[1]))} near time "
-                f"{int(err[2])} for query {' '.join(self.q.text.split())!r}; pass numeric='float64' for "
-                "approximate results")
+            raise overflow_error(self.q, f"in partition {self.parts.describe(int(err[1]))} near time {int(err[2])}")
         out_pid, out_key, out_vi, out_vf, so_pid, so_tr, so_key, so_vi, so_vf = res
         if len(out_pid):
             self.outputs.append((out_pid, out_key, out_vi, out_vf))
@@ -338,14 +343,10 @@ class TrendRun:
         self.stream.clone_partitions(dst, src)
 
     def finish(self, prep: Prepared) -> pl.DataFrame:
-        from .engines import build_output_frame
-
         self.stream.finish()
         return build_output_frame(self.q, prep, self.plan, [self.stream], self.numeric, [])
 
 
 def run_trend(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:
     """Evaluate ``q`` on the trend path (``batches``: cut points, for tests)."""
-    from .engines import feed
-
     return feed(TrendRun(q, prep.df.schema, w=prep.w, s=prep.s, numeric=numeric), prep, batches)

@@ -1,4 +1,4 @@
-"""Recursive-descent parser: query text -> :class:`cepvec.ast.QueryAst`.
+"""Recursive-descent parser: query text -> :class:`cepvec.lang.ast.QueryAst`.
 
 Three surface forms are accepted and mean the same (``docs/semantics.md``):
 
@@ -11,9 +11,9 @@ The grammar is documented in ``docs/language.md``.
 
 from __future__ import annotations
 
-from . import ast as A
-from .errors import CepvecSyntaxError
-from .tokens import T, Token, tokenize
+from cepvec.lang import ast as A
+from cepvec.errors import CepvecSyntaxError
+from cepvec.lang.tokens import T, Token, tokenize
 
 AGG_FUNCS = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 STRATEGIES = {
@@ -64,7 +64,7 @@ def _flatten_and(e: A.Expr) -> list[A.Expr]:
 
 
 def parse(source: str) -> A.QueryAst:
-    """Parse query text into a :class:`~cepvec.ast.QueryAst`.
+    """Parse query text into a :class:`~cepvec.lang.ast.QueryAst`.
 
     Raises
     ------

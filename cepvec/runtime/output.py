@@ -1,0 +1,184 @@
+"""Output assembly for every path: cells (group or partition, window key, values) -> the result frame.
+
+One place turns what a path computed into the frame ``cepvec.run`` returns:
+group columns, ``window_start``/``window_end`` (SLIDE) or the time column
+(EMIT CHANGES), then the aggregates, finished from their components (SUM and
+AVG from a sum and a non-null count; MIN and MAX from order keys), with exact
+int64 sums across partitions checked for overflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from cepvec.errors import CepvecOverflowError
+from cepvec.kernels.linear import keys_increase, rank_counts, rank_scatter
+from cepvec.plan.ir import Query
+from cepvec.runtime.order_keys import order_values
+from cepvec.runtime.prepare import Prepared, output_schema, time_values_to_output
+
+#: Float estimate of the int64 limit, used only where Polars has no Int128 sums (1% below 2**63).
+_I64_FLOAT_LIMIT = 0.99 * 2.0**63
+
+
+def overflow_error(q: Query, where: str) -> CepvecOverflowError:
+    """The error of an exact int64 count or sum leaving the int64 range ``where`` (e.g. "near time 5")."""
+    return CepvecOverflowError(
+        f"an exact int64 count or sum overflows {where} for query {' '.join(q.text.split())!r}; pass "
+        "numeric='float64' for approximate results")
+
+
+def build_output(q: Query, prep: Prepared, cells, numeric: str) -> pl.DataFrame:
+    """Assemble ``[(group, window, values)]`` into the result DataFrame (sorted)."""
+    out_schema = output_schema(q, prep.df.schema, prep.time_dtype, numeric)
+    data: dict[str, pl.Series] = {}
+    names = list(out_schema)
+    k = 0
+    for j, lab in enumerate(q.group_labels):
+        data[lab] = pl.Series(lab, [c[0][j] for c in cells], dtype=out_schema[lab])
+        k += 1
+    if q.window.kind == "slide":
+        data["window_start"] = time_values_to_output([c[1][0] for c in cells], prep.unit, prep.time_dtype)
+        data["window_end"] = time_values_to_output([c[1][1] for c in cells], prep.unit, prep.time_dtype)
+    elif q.window.kind == "emit":
+        data[q.time_col] = time_values_to_output([c[1][0] for c in cells], prep.unit, prep.time_dtype)
+    for j, a in enumerate(q.aggs):
+        vals = [c[2][j] for c in cells]
+        data[a.label] = pl.Series(a.label, vals, dtype=out_schema[a.label], strict=False)
+    frame = pl.DataFrame({n: data[n].rename(n) for n in names}) if names else pl.DataFrame()
+    return frame
+
+
+def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answers=None) -> pl.DataFrame:
+    """Turn linear-kernel cells (per partition) into the result: combine per group, finish AVG/SUM/MIN/MAX.
+
+    ``runs``: the streams of one query; ``answers``: per stream the components
+    whose columns come from it (None: all from the first stream, which always
+    gives the count ``__v0`` and the rows).
+    """
+    if len(runs) == 1 and getattr(runs[0], "groups_are_partitions", False) and hasattr(runs[0], "outputs"):
+        return _output_frame_by_partition(q, prep, plan, runs[0], numeric)
+    cells = runs[0].result_cells()
+    for run, comps in zip(runs[1:], (answers or [])[1:]):
+        other = run.result_cells()
+        cols = [f"__v{1 + j}" for j in comps]
+        cells = cells.drop(cols).join(other.select("__pid", "__key", *cols), on=["__pid", "__key"], how="left")
+    if q.group_by:
+        cells = cells.join(runs[0].group_frame(), on="__pid", how="left")
+    by = list(q.group_by) + ["__key"]
+    vcols = [c for c in cells.columns if c.startswith("__v")]
+    order_cols = {f"__v{1 + j}" for j, c in enumerate(plan.components) if c.kind in ("min", "max")}
+    int_cols = [c for c in vcols if cells.schema[c].is_integer() and c not in order_cols]
+    # order keys (MIN / MAX) combine by max (a bigger key is the better extreme; 0 is no value)
+    aggs = [pl.col(c).max() if c in order_cols else pl.col(c).sum() for c in vcols]
+    g = cells.group_by(by).agg(aggs) if len(cells) else cells  # sorted below
+    if sums_overflow(cells, by, int_cols) if len(cells) else False:
+        raise overflow_error(q, "when adding up the partitions of a group")
+    g = g.sort(by, nulls_last=True)
+    keyv = g["__key"].to_numpy()
+    group_cols = {gcol: g[gcol] for gcol in q.group_by}
+    vals = {c: g[c] for c in vcols}
+    return assemble_output(q, prep, plan, numeric, group_cols, keyv, vals)
+
+
+def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
+    """True when an int64 column's sum over the partitions of a group leaves the int64 range.
+
+    Exact (sums in Int128); with a Polars without Int128 sums, a float estimate that
+    also flags sums within 1% of the limit.
+    """
+    if not int_cols:
+        return False
+    lim = np.iinfo(np.int64)
+    bound = max(max(abs(int(cells[c].min())), abs(int(cells[c].max()))) for c in int_cols)
+    if bound * len(cells) <= lim.max:  # no group's sum can leave int64
+        return False
+    try:
+        s = cells.group_by(by).agg([pl.col(c).cast(pl.Int128).sum() for c in int_cols])
+        return any(s[c].max() > lim.max or s[c].min() < lim.min for c in int_cols)
+    except Exception:  # noqa: BLE001 (no Int128 in this Polars)
+        s = cells.group_by(by).agg([pl.col(c).cast(pl.Float64).sum() for c in int_cols])
+        return any(s[c].abs().max() >= _I64_FLOAT_LIMIT for c in int_cols)
+
+
+def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str) -> pl.DataFrame:
+    """The result when every partition is its own group: no sums across partitions.
+
+    The cells are unique per (partition, key) and each partition's keys increase
+    in output order, so a stable counting sort by the rank of the partition's
+    group values gives the (group, key) order (checked; else a full sort); Polars
+    sorts only the partitions.
+    """
+    chunks = run.outputs
+    n = sum(len(c[0]) for c in chunks)
+    ncol = len(plan.out_rows)
+    gf = run.group_frame()
+    n_pid = max(len(gf), 1)
+    if q.group_by and len(gf):
+        ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
+        rank_of_pid = np.empty(len(gf), np.int64)
+        rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
+    else:
+        rank_of_pid = np.zeros(n_pid, np.int64)
+    counts = np.zeros(n_pid, np.int64)
+    for c in chunks:
+        rank_counts(rank_of_pid, c[0], counts)
+    pos = np.zeros(n_pid, np.int64)
+    np.cumsum(counts[:-1], out=pos[1:])
+    pid = np.empty(n, np.int64)
+    key = np.empty(n, np.int64)
+    val = np.empty((n, ncol), run.dtype)
+    for c in chunks:
+        rank_scatter(rank_of_pid, c[0], c[1], c[2], pos, pid, key, val)
+    if not keys_increase(pid, key):
+        order = np.lexsort((key, rank_of_pid[pid]))
+        pid, key, val = pid[order], key[order], val[order]
+    group_cols = {}
+    if q.group_by:
+        idx = pid if _is_arange(gf["__pid"]) else np.searchsorted(gf["__pid"].to_numpy(), pid)
+        sel = gf.select(list(q.group_by)).gather(pl.Series(idx))
+        group_cols = {gcol: sel[gcol] for gcol in q.group_by}
+    vals = {f"__v{j}": pl.Series(f"__v{j}", val[:, j]) for j in range(ncol)}
+    return assemble_output(q, prep, plan, numeric, group_cols, key, vals)
+
+
+def _is_arange(s: pl.Series) -> bool:
+    return len(s) == 0 or (s[0] == 0 and s.is_sorted() and s[-1] == len(s) - 1)
+
+
+def assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict,
+                     minmax_ok: bool = False):
+    """The result frame from summed cells; MIN/MAX columns (``minmax_ok``) are left null for the caller."""
+    out_schema = output_schema(q, prep.df.schema, prep.time_dtype, numeric)
+    if not len(keyv):
+        return pl.DataFrame(schema=out_schema)
+    data: dict[str, pl.Series] = {}
+    for gcol, lab in zip(q.group_by, q.group_labels):
+        data[lab] = group_cols[gcol].rename(lab).cast(out_schema[lab])
+    keyv = pl.Series("__key", np.asarray(keyv, dtype=np.int64))
+    if q.window.kind == "slide":
+        start = keyv * prep.s
+        data["window_start"] = time_values_to_output(start, prep.unit, prep.time_dtype).rename("window_start")
+        data["window_end"] = time_values_to_output(start + prep.w, prep.unit, prep.time_dtype).rename(
+            "window_end")
+    elif q.window.kind == "emit":
+        data[q.time_col] = time_values_to_output(keyv, prep.unit, prep.time_dtype).rename(q.time_col)
+    comp_of_agg = plan.comp_of_agg
+    for a, comps in zip(q.aggs, comp_of_agg):
+        if a.func in ("MIN", "MAX") and minmax_ok:
+            col = pl.Series(a.label, [None] * len(keyv), dtype=out_schema[a.label])
+        elif a.star:
+            col = vals["__v0"]
+        elif a.func == "COUNT":
+            col = vals[f"__v{1 + comps[0]}"]
+        elif a.func == "SUM":
+            s, nn = vals[f"__v{1 + comps[0]}"], vals[f"__v{1 + comps[1]}"]
+            col = pl.select(pl.when(nn > 0).then(s).otherwise(None)).to_series()
+        elif a.func == "AVG":
+            s, nn = vals[f"__v{1 + comps[0]}"], vals[f"__v{1 + comps[1]}"]
+            col = pl.select(pl.when(nn > 0).then(s.cast(pl.Float64) / nn).otherwise(None)).to_series()
+        else:  # MIN, MAX: order keys
+            col = order_values(vals[f"__v{1 + comps[0]}"], a.func.lower(), out_schema[a.label])
+        data[a.label] = col.rename(a.label).cast(out_schema[a.label])
+    return pl.DataFrame([data[n] for n in out_schema])

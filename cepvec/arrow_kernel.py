@@ -248,7 +248,7 @@ def make_kernel(query, *, schema=None, type_col: str = "type", time_col: str = "
 def build_id() -> str:
     """A fingerprint of the cepvec code this process runs: ``"<version>:<hash of the source files>"``.
 
-    The hash covers the ``.py`` files of ``cepvec`` and ``cepvec.kernels``,
+    The hash covers the ``.py`` files of ``cepvec`` and ``cepvec.kernels`` (with its subpackages),
     read through ``importlib.resources`` (so a zip from ``--py-files`` hashes
     like an installed copy); it is empty when no source is found (a build
     without ``.py`` files). Computed once per process (~1 ms). The driver puts
@@ -264,7 +264,7 @@ def build_id() -> str:
 
     h = hashlib.blake2b(digest_size=8)
     n = 0
-    for pkg in ("cepvec", "cepvec.kernels"):
+    for pkg in ("cepvec", "cepvec.kernels", "cepvec.kernels.linear", "cepvec.kernels.trend"):
         for f in sorted((f for f in files(pkg).iterdir() if f.name.endswith(".py")), key=lambda f: f.name):
             h.update(f"{pkg}/{f.name}".encode() + b"\0" + f.read_bytes())
             n += 1

@@ -3,8 +3,8 @@
 Reference: GRETA (Theorems 4.3 and 9.1, Definition 5, Sections 5, 6 and 9).
 See ``docs/algorithms.md`` section 5 for the derivation.
 
-The path for what the Fenwick trend path (``kernels/trend.py``) and the
-linear maps (``kernels/linear.py``) refuse: any edge predicate, every window
+The path for what the Fenwick trend path (``kernels/trend/``) and the
+linear maps (``kernels/linear/``) refuse: any edge predicate, every window
 form, multi-event and nested negative sub-patterns, MIN/MAX. Every event
 ``e`` bound to occurrence ``o`` scans the earlier events of its partition
 (its *predecessors*) and sums their value rows where the transition's edge
@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline
-from .trend import _sadd, _smul
+from .trend.arith import _sadd, _smul
 
 MODE_NONE = 0
 MODE_WITHIN = 1
@@ -314,6 +314,8 @@ def _ls(PM, g, ev_t, lo, hi, T):
     return PM[g, _lower(ev_t, lo, hi, T) - lo]
 
 
+# One long function on purpose: inside a kernel this large, a call with array arguments per event
+# costs atomic reference counting (see the performance note in ``trend/__init__.py``).
 @jit
 def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo, seg_et_hi, ET,
              ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,

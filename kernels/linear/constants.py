@@ -1,0 +1,29 @@
+"""Constants of the linear-map kernels: window modes, error codes, program flags, fast-loop states."""
+
+from __future__ import annotations
+
+
+MODE_NONE = 0  # no window: one result per partition at the end
+MODE_WITHIN = 1  # WITHIN w: running total of matches with last - first < w
+MODE_EMIT = 2  # WITHIN w EMIT CHANGES: result at given times t over (t - w, t]
+MODE_SLIDE = 3  # WITHIN w SLIDE s: result per window [k s, k s + w)
+MODE_EMIT_UNBOUNDED = 4  # EMIT CHANGES without WITHIN
+
+ERR_OVERFLOW = 1
+
+# program flags (PT[PT[p]])
+F_LEFT = 1  # a one-event group may be applied in place, triplets in order
+F_RIGHT = 2  # the transposed map may be applied in place, triplets in reverse order
+F_END = 4  # the program binds the pattern's END occurrence
+F_DELTA = 8  # WITHIN: the output rows change by sum(coef * x[src]) over the END triplets
+F_FAST = 16  # F_LEFT and F_RIGHT: the fast loops may run it
+F_FASTW = 32  # F_FAST, and F_DELTA if F_END: the WITHIN fast loop may run it
+HDR = 4  # header words per program: flags, n_trip, n_reset, n_end
+
+
+# fast-loop results (see the comment on the fast loops in ``windows.py``)
+ST_OK = 0
+ST_SLOW = 1
+ST_GROW_U = 2
+ST_GROW_OUT = 3
+ST_OVERFLOW = 4

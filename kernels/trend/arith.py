@@ -1,0 +1,36 @@
+"""Checked int64 addition and multiplication of the trend kernels (also used by ``scan.py``)."""
+
+from __future__ import annotations
+
+from .._jit import jit_inline
+from .constants import _I64_MAX, _I64_MIN, ERR_OVERFLOW
+
+
+@jit_inline
+def _add(a, b, check, err):
+    """a + b, flagging int64 overflow in ``err`` (setup code; per-event code uses the flag forms)."""
+    if check and ((b > 0 and a > _I64_MAX - b) or (b < 0 and a < _I64_MIN - b)):
+        err[0] = ERR_OVERFLOW
+        return a
+    return a + b
+
+
+@jit_inline
+def _sadd(a, b, check):
+    """(a + b, False), or (a, True) when it would overflow int64. The test must not compute the
+    wrapped sum first: LLVM treats signed overflow as impossible and folds such a test away."""
+    if check and ((b > 0 and a > _I64_MAX - b) or (b < 0 and a < _I64_MIN - b)):
+        return a, True
+    return a + b, False
+
+
+@jit_inline
+def _smul(a, b, check):
+    """(a * b, False), or (a, True) when it would overflow int64."""
+    if check and a != 0 and b != 0:
+        if a == -1 or b == -1:
+            if a == _I64_MIN or b == _I64_MIN:
+                return a, True
+        elif abs(a) > _I64_MAX // abs(b):
+            return a, True
+    return a * b, False

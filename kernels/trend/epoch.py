@@ -1,0 +1,466 @@
+"""One epoch of the trend kernels: :func:`_epoch`, the per-event loop of :func:`run_segments`
+(queries, negation resets, insertions and window emission; see the package docstring)."""
+
+from __future__ import annotations
+
+from .._jit import jit
+from .arith import _sadd, _smul
+from .constants import _I64_MAX, _I64_MIN, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_SLIDE
+
+
+# One long function on purpose: inside a kernel this large, a call with array arguments per event
+# costs atomic reference counting (see the package docstring, ``__init__.py``).
+@jit
+def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
+           ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_key, ev_kok, ev_thr, ev_tok,
+           occ_start, occ_end, in_ptr, in_tr, out_ptr, out_tr,
+           tr_kind, tr_reset, start_reset, end_reset, comp_i, comp_f,
+           KS, ks_off, ks_m, nd_base, RG, NRG, NKM, TI, TF, RSI, RSF, FINI, FINF, NOST,
+           tmpI, tmpF, pair_e, pair_o, out_pid, out_key, out_vi, out_vf, n_out):
+    """Process the events ``[ep_lo, ep_hi)`` of one partition, one time stamp (group) at a time.
+
+    Every buffer is sized by the caller, so no array is rebound here, and no view is taken and no
+    function with array arguments is called per event: each would cost atomic reference counting.
+    Returns ``(k_next, opened, gctr, n_out, overflow, time)``.
+    """
+    n_occ = occ_start.shape[0]
+    NT = tr_kind.shape[0]
+    NCi = ev_wi.shape[1]
+    Ri = 1 + NCi
+    Rf = ev_wf.shape[1]
+    WRi = W * Ri
+    WRf = W * Rf
+    e = ep_lo
+    while e < ep_hi:
+        t = ev_t[e]
+        g1 = e + 1
+        while g1 < ep_hi and ev_t[g1] == t:
+            g1 += 1
+        bad = False
+        if mode == MODE_SLIDE:
+            klo = (t - w) // s + 1
+            khi = t // s
+            if klo < k_next:
+                klo = k_next
+            # close the windows that end at or before t
+            kk = k_next
+            while kk < klo and kk <= opened:
+                sl = kk % W
+                if FINI[sl * Ri] != 0:
+                    out_pid[n_out] = pid
+                    out_key[n_out] = kk
+                    for r in range(Ri):
+                        out_vi[n_out, r] = FINI[sl * Ri + r]
+                    for r in range(Rf):
+                        out_vf[n_out, r] = FINF[sl * Rf + r]
+                    n_out += 1
+                kk += 1
+            if klo > k_next:
+                k_next = klo
+            if opened < k_next - 1:
+                opened = k_next - 1
+            if khi < klo:  # in no window (SLIDE > WITHIN gap)
+                e = g1
+                continue
+            kk = opened + 1
+            while kk <= khi:  # open windows: empty their ring slots
+                sl = kk % W
+                for tr in range(NT):
+                    for r in range(Ri):
+                        RSI[tr * WRi + sl * Ri + r] = 0
+                    for r in range(Rf):
+                        RSF[tr * WRf + sl * Rf + r] = 0.0
+                for r in range(Ri):
+                    FINI[sl * Ri + r] = 0
+                for r in range(Rf):
+                    FINF[sl * Rf + r] = 0.0
+                NOST[sl] = 1
+                kk += 1
+            if khi > opened:
+                opened = khi
+            nl = khi - klo + 1
+            s0 = klo % W
+        else:
+            klo = 0
+            khi = 0
+            nl = 1
+            s0 = 0
+        nlRi = nl * Ri
+        nlRf = nl * Rf
+
+        # -- 1) query: the value rows of every (event, occurrence) of the group, per window
+        npair = 0
+        for ee in range(e, g1):
+            bnd = ev_bind[ee]
+            if bnd == 0:
+                continue
+            for o in range(n_occ):
+                if (bnd >> o) & 1 == 0:
+                    continue
+                pi = npair
+                pair_e[pi] = ee
+                pair_o[pi] = o
+                ri = pi * WRi
+                rf = pi * WRf
+                for x in range(nlRi):
+                    tmpI[ri + x] = 0
+                for x in range(nlRf):
+                    tmpF[rf + x] = 0.0
+                if occ_start[o]:
+                    sl = s0
+                    for j in range(nl):
+                        if start_reset == 0 or NOST[sl] != 0:
+                            tmpI[ri + j * Ri] = 1
+                        sl += 1
+                        if sl == W:
+                            sl = 0
+                for ii in range(in_ptr[o], in_ptr[o + 1]):
+                    tr = in_tr[ii]
+                    kind = tr_kind[tr]
+                    if kind == K_SUM:
+                        n1 = W - s0
+                        if n1 > nl:
+                            n1 = nl
+                        for pc in range(2):
+                            if pc == 0:
+                                xd = ri
+                                xs = tr * WRi + s0 * Ri
+                                xn = n1 * Ri
+                            else:
+                                xd = ri + n1 * Ri
+                                xs = tr * WRi
+                                xn = (nl - n1) * Ri
+                            for x in range(xn):
+                                a_ = tmpI[xd + x]
+                                b_ = RSI[xs + x]
+                                if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
+                                    bad = True
+                                else:
+                                    tmpI[xd + x] = a_ + b_
+                        n1 = W - s0
+                        if n1 > nl:
+                            n1 = nl
+                        for pc in range(2):
+                            if pc == 0:
+                                xd = rf
+                                xs = tr * WRf + s0 * Rf
+                                xn = n1 * Rf
+                            else:
+                                xd = rf + n1 * Rf
+                                xs = tr * WRf
+                                xn = (nl - n1) * Rf
+                            for x in range(xn):
+                                tmpF[xd + x] += RSF[xs + x]
+                        continue
+                    if not ev_tok[ee, tr]:
+                        continue
+                    m = ks_m[tr]
+                    if m == 0:
+                        continue
+                    ka = ks_off[tr]
+                    base = nd_base[tr]
+                    rgt = RG[tr]
+                    thr = ev_thr[ee, tr]
+                    # position of thr among the keys: first >= thr, or first > thr for <= and >
+                    upper = kind == K_LE or kind == K_GT
+                    blo = ka
+                    bhi = ka + m
+                    while blo < bhi:
+                        mid = (blo + bhi) >> 1
+                        if KS[mid] < thr or (upper and KS[mid] == thr):
+                            blo = mid + 1
+                        else:
+                            bhi = mid
+                    p = blo - ka
+                    if kind == K_EQ:
+                        i = p + 1 if (p < m and KS[ka + p] == thr) else 0
+                    elif kind == K_LT or kind == K_LE:
+                        i = p
+                    else:
+                        i = m - p
+                    while i > 0:  # Fenwick prefix sum over indices 1..i
+                        nd = base + i
+                        if tags:
+                            if NRG[nd] != rgt:
+                                nv = 0
+                            else:
+                                nv = NKM[nd]
+                                if nv > khi:
+                                    nv = khi
+                                nv = nv - klo + 1
+                        else:
+                            nv = 1
+                        if nv > 0:
+                            n1 = W - s0
+                            if n1 > nv:
+                                n1 = nv
+                            for pc in range(2):
+                                if pc == 0:
+                                    xd = ri
+                                    xs = nd * WRi + s0 * Ri
+                                    xn = n1 * Ri
+                                else:
+                                    xd = ri + n1 * Ri
+                                    xs = nd * WRi
+                                    xn = (nv - n1) * Ri
+                                for x in range(xn):
+                                    a_ = tmpI[xd + x]
+                                    b_ = TI[xs + x]
+                                    if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
+                                        bad = True
+                                    else:
+                                        tmpI[xd + x] = a_ + b_
+                            n1 = W - s0
+                            if n1 > nv:
+                                n1 = nv
+                            for pc in range(2):
+                                if pc == 0:
+                                    xd = rf
+                                    xs = nd * WRf + s0 * Rf
+                                    xn = n1 * Rf
+                                else:
+                                    xd = rf + n1 * Rf
+                                    xs = nd * WRf
+                                    xn = (nv - n1) * Rf
+                                for x in range(xn):
+                                    tmpF[xd + x] += TF[xs + x]
+                        if kind == K_EQ:
+                            break
+                        i = i & (i - 1)
+                # linear aggregates: agg(e) = sum of agg(x) + count(e) * w(e)
+                nz = False
+                for j in range(nl):
+                    cnt = tmpI[ri + j * Ri]
+                    if cnt == 0:
+                        continue
+                    nz = True
+                    for c in range(NCi):
+                        if comp_i[c, o]:
+                            x = ri + j * Ri + 1 + c
+                            prod, o1 = _smul(cnt, ev_wi[ee, c], check)
+                            v, o2 = _sadd(tmpI[x], prod, check)
+                            tmpI[x] = v
+                            bad |= o1 | o2
+                    for c in range(Rf):
+                        if comp_f[c, o]:
+                            tmpF[rf + j * Rf + c] += float(cnt) * ev_wf[ee, c]
+                if nz:
+                    npair += 1
+
+        # -- 2) negation: empty what the group's negated events invalidate (in every open window)
+        for ee in range(e, g1):
+            nb_ = ev_neg[ee]
+            if nb_ == 0:
+                continue
+            for tr in range(NT):
+                if (tr_reset[tr] & nb_) != 0:
+                    if tr_kind[tr] == K_SUM:
+                        sl = s0
+                        for j in range(nl):
+                            for r in range(Ri):
+                                RSI[tr * WRi + sl * Ri + r] = 0
+                            for r in range(Rf):
+                                RSF[tr * WRf + sl * Rf + r] = 0.0
+                            sl += 1
+                            if sl == W:
+                                sl = 0
+                    else:
+                        gctr += 1
+                        RG[tr] = gctr
+            sl = s0
+            for j in range(nl):
+                if (start_reset & nb_) != 0:
+                    NOST[sl] = 0
+                if (end_reset & nb_) != 0:
+                    for r in range(Ri):
+                        FINI[sl * Ri + r] = 0
+                    for r in range(Rf):
+                        FINF[sl * Rf + r] = 0.0
+                sl += 1
+                if sl == W:
+                    sl = 0
+
+        # -- 3) insert the group's rows into the structures of the outgoing transitions
+        for pi in range(npair):
+            ee = pair_e[pi]
+            o = pair_o[pi]
+            ri = pi * WRi
+            rf = pi * WRf
+            for ii in range(out_ptr[o], out_ptr[o + 1]):
+                tr = out_tr[ii]
+                kind = tr_kind[tr]
+                if kind == K_SUM:
+                    n1 = W - s0
+                    if n1 > nl:
+                        n1 = nl
+                    for pc in range(2):
+                        if pc == 0:
+                            xd = tr * WRi + s0 * Ri
+                            xs = ri
+                            xn = n1 * Ri
+                        else:
+                            xd = tr * WRi
+                            xs = ri + n1 * Ri
+                            xn = (nl - n1) * Ri
+                        for x in range(xn):
+                            a_ = RSI[xd + x]
+                            b_ = tmpI[xs + x]
+                            if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
+                                bad = True
+                            else:
+                                RSI[xd + x] = a_ + b_
+                    n1 = W - s0
+                    if n1 > nl:
+                        n1 = nl
+                    for pc in range(2):
+                        if pc == 0:
+                            xd = tr * WRf + s0 * Rf
+                            xs = rf
+                            xn = n1 * Rf
+                        else:
+                            xd = tr * WRf
+                            xs = rf + n1 * Rf
+                            xn = (nl - n1) * Rf
+                        for x in range(xn):
+                            RSF[xd + x] += tmpF[xs + x]
+                    continue
+                if not ev_kok[ee, tr]:
+                    continue
+                m = ks_m[tr]
+                ka = ks_off[tr]
+                base = nd_base[tr]
+                rgt = RG[tr]
+                key = ev_key[ee, tr]
+                blo = ka
+                bhi = ka + m
+                while blo < bhi:
+                    mid = (blo + bhi) >> 1
+                    if KS[mid] < key:
+                        blo = mid + 1
+                    else:
+                        bhi = mid
+                rank = blo - ka
+                i = m - rank if (kind == K_GT or kind == K_GE) else rank + 1
+                while i <= m:  # Fenwick update of indices i, i + lowbit(i), ...
+                    nd = base + i
+                    if not tags:
+                        kold = 0
+                    elif NRG[nd] != rgt:
+                        NRG[nd] = rgt
+                        kold = klo - 1  # every slot is stale
+                    else:
+                        kold = NKM[nd]
+                    # windows klo..kold accumulate, kold+1..khi are written fresh
+                    na = kold - klo + 1
+                    if na < 0:
+                        na = 0
+                    elif na > nl:
+                        na = nl
+                    nr = nl - na
+                    sb = s0 + na
+                    if sb >= W:
+                        sb -= W
+                    n1 = W - s0
+                    if n1 > na:
+                        n1 = na
+                    for pc in range(2):
+                        if pc == 0:
+                            xd = nd * WRi + s0 * Ri
+                            xs = ri
+                            xn = n1 * Ri
+                        else:
+                            xd = nd * WRi
+                            xs = ri + n1 * Ri
+                            xn = (na - n1) * Ri
+                        for x in range(xn):
+                            a_ = TI[xd + x]
+                            b_ = tmpI[xs + x]
+                            if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
+                                bad = True
+                            else:
+                                TI[xd + x] = a_ + b_
+                    n1 = W - sb
+                    if n1 > nr:
+                        n1 = nr
+                    for pc in range(2):
+                        if pc == 0:
+                            xd = nd * WRi + sb * Ri
+                            xs = ri + na * Ri
+                            xn = n1 * Ri
+                        else:
+                            xd = nd * WRi
+                            xs = ri + na * Ri + n1 * Ri
+                            xn = (nr - n1) * Ri
+                        for x in range(xn):
+                            TI[xd + x] = tmpI[xs + x]
+                    n1 = W - s0
+                    if n1 > na:
+                        n1 = na
+                    for pc in range(2):
+                        if pc == 0:
+                            xd = nd * WRf + s0 * Rf
+                            xs = rf
+                            xn = n1 * Rf
+                        else:
+                            xd = nd * WRf
+                            xs = rf + n1 * Rf
+                            xn = (na - n1) * Rf
+                        for x in range(xn):
+                            TF[xd + x] += tmpF[xs + x]
+                    n1 = W - sb
+                    if n1 > nr:
+                        n1 = nr
+                    for pc in range(2):
+                        if pc == 0:
+                            xd = nd * WRf + sb * Rf
+                            xs = rf + na * Rf
+                            xn = n1 * Rf
+                        else:
+                            xd = nd * WRf
+                            xs = rf + na * Rf + n1 * Rf
+                            xn = (nr - n1) * Rf
+                        for x in range(xn):
+                            TF[xd + x] = tmpF[xs + x]
+                    if tags and khi > kold:
+                        NKM[nd] = khi
+                    if kind == K_EQ:
+                        break
+                    i += i & (-i)
+            if occ_end[o]:
+                n1 = W - s0
+                if n1 > nl:
+                    n1 = nl
+                for pc in range(2):
+                    if pc == 0:
+                        xd = 0 + s0 * Ri
+                        xs = ri
+                        xn = n1 * Ri
+                    else:
+                        xd = 0
+                        xs = ri + n1 * Ri
+                        xn = (nl - n1) * Ri
+                    for x in range(xn):
+                        a_ = FINI[xd + x]
+                        b_ = tmpI[xs + x]
+                        if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
+                            bad = True
+                        else:
+                            FINI[xd + x] = a_ + b_
+                n1 = W - s0
+                if n1 > nl:
+                    n1 = nl
+                for pc in range(2):
+                    if pc == 0:
+                        xd = 0 + s0 * Rf
+                        xs = rf
+                        xn = n1 * Rf
+                    else:
+                        xd = 0
+                        xs = rf + n1 * Rf
+                        xn = (nl - n1) * Rf
+                    for x in range(xn):
+                        FINF[xd + x] += tmpF[xs + x]
+        if bad:
+            return k_next, opened, gctr, n_out, True, t
+        e = g1
+    return k_next, opened, gctr, n_out, False, 0

@@ -1,0 +1,428 @@
+"""Entry point of the trend kernels: :func:`run_segments` (per segment: key spaces, epochs,
+carried state) and the growth of its output and state arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import jit
+from .arith import _add
+from .constants import ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_SUM, MODE_SLIDE
+from .epoch import _epoch
+from .keys import _lower, sort_keys
+
+
+@jit
+def _grow_out(pid, key, vi, vf, need):
+    n = max(2 * pid.shape[0], need)
+    m = pid.shape[0]
+    p2 = np.empty(n, np.int64)
+    k2 = np.empty(n, np.int64)
+    vi2 = np.empty((n, vi.shape[1]), vi.dtype)
+    vf2 = np.empty((n, vf.shape[1]), vf.dtype)
+    p2[:m] = pid
+    k2[:m] = key
+    vi2[:m] = vi
+    vf2[:m] = vf
+    return p2, k2, vi2, vf2
+
+
+@jit
+def _grow_state(pid, tr, key, vi, vf, need):
+    n = max(2 * pid.shape[0], need)
+    t2 = np.empty(n, np.int64)
+    t2[:pid.shape[0]] = tr
+    p2, k2, vi2, vf2 = _grow_out(pid, key, vi, vf, need)
+    return p2, t2, k2, vi2, vf2
+
+
+# One long function on purpose: inside a kernel this large, a call with array arguments per event
+# costs atomic reference counting (see the package docstring, ``__init__.py``).
+@jit
+def run_segments(mode, w, s, W, check, limit,
+                 seg_ptr, seg_pid, next_k,
+                 ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_key, ev_kok, ev_thr, ev_tok,
+                 occ_start, occ_end, in_ptr, in_tr, out_ptr, out_tr,
+                 tr_src, tr_kind, tr_reset, start_reset, end_reset, comp_i, comp_f,
+                 cs_ptr, cs_tr, cs_key, cs_vi, cs_vf, epoch_min, max_cells, err):
+    """Process every segment (one partition's events, time-sorted).
+
+    Parameters
+    ----------
+    mode : MODE_NONE or MODE_SLIDE
+    w, s : window length and slide (MODE_SLIDE); W : ring size (1 for MODE_NONE)
+    check : detect int64 overflow (main dtype int64)
+    limit : MODE_SLIDE: close windows with ``k s + w <= limit`` at the end
+    seg_ptr, seg_pid : event offsets of segments and their partition ids
+    next_k : (n_partitions,) MODE_SLIDE: next window to close, updated; events
+        before ``next_k * s`` must not be passed (they are replayed otherwise)
+    ev_* : per event: time, occurrence bits it binds (int64 bit mask), negation
+        bits it completes, main weights (n, NCi), float weights (n, NCf), key
+        and threshold per transition (int64, with validity flags)
+    occ_start, occ_end : per occurrence (bit): starts / ends the pattern
+    in_ptr, in_tr / out_ptr, out_tr : CSR lists of the transitions into / out of
+        each occurrence
+    tr_src, tr_kind, tr_reset : per transition: source occurrence, K_* kind,
+        negation bits that empty it
+    start_reset, end_reset : negation bits of a negated start / end
+    comp_i, comp_f : (NCi | NCf, n_occ) whether an occurrence feeds a component
+    cs_* : MODE_NONE carried state rows, grouped per segment by ``cs_ptr``:
+        transition (``NT``: final totals, ``NT + 1``: NOSTART flag), key and
+        value rows (raw per-key values, not Fenwick sums)
+    epoch_min : MODE_SLIDE: fewest new events per epoch (key-space rebuild)
+    max_cells : stop with ERR_MEMORY rather than allocate more tree cells (nodes x ring slots x row)
+    err : err[0] = ERR_OVERFLOW (err[1] partition, err[2] time) or ERR_MEMORY (partition, cells)
+
+    Returns
+    -------
+    out_pid, out_key, out_vi, out_vf : closed windows (MODE_SLIDE) with a match
+    so_pid, so_tr, so_key, so_vi, so_vf : MODE_NONE state rows after the call
+
+    Notes
+    -----
+    A Fenwick node holds one value row per ring slot, plus two tags: the reset
+    generation of its structure when it was last written (a negation, a new
+    segment or a new epoch takes a fresh generation: every node with an older
+    one reads as empty) and ``kmax``, the newest window it was written for.
+    Every write covers all open windows (zeros included), so the slots of
+    windows up to ``kmax`` are current and later ones are stale: a read takes
+    the contiguous windows ``klo .. min(khi, kmax)`` without a per-slot test.
+    The tags are skipped when nothing can make a node stale (no window, no
+    negation resetting a keyed structure): every node of a segment is
+    initialised when its key space is built.
+
+    SLIDE epochs: the key space is rebuilt every ``epoch_min`` (or more) new
+    events from the events still inside an open window (replayed, exactly as
+    across calls) and the new ones, so the trees stay as small as the windows.
+    """
+    n_occ = occ_start.shape[0]
+    NT = tr_kind.shape[0]
+    NCi = ev_wi.shape[1]
+    Ri = 1 + NCi
+    Rf = ev_wf.shape[1]
+    dti = ev_wi.dtype
+    WRi = W * Ri
+    WRf = W * Rf
+
+    out_pid = np.empty(64, np.int64)
+    out_key = np.empty(64, np.int64)
+    out_vi = np.empty((64, Ri), dti)
+    out_vf = np.empty((64, Rf), np.float64)
+    n_out = 0
+    so_pid = np.empty(64, np.int64)
+    so_tr = np.empty(64, np.int64)
+    so_key = np.empty(64, np.int64)
+    so_vi = np.empty((64, Ri), dti)
+    so_vf = np.empty((64, Rf), np.float64)
+    n_so = 0
+
+    RG = np.zeros(NT, np.int64)  # reset generation per keyed structure
+    gctr = 0
+    RSI = np.zeros(NT * WRi, dti)  # running sums per (transition, ring slot)
+    RSF = np.zeros(NT * WRf, np.float64)
+    FINI = np.zeros(WRi, dti)  # final totals per ring slot
+    FINF = np.zeros(WRf, np.float64)
+    NOST = np.ones(W, np.int64)
+    ks_off = np.zeros(NT + 1, np.int64)
+    ks_m = np.zeros(NT, np.int64)
+    nd_base = np.zeros(NT + 1, np.int64)
+    KS = np.empty(64, np.int64)
+    KT = np.empty(64, np.int64)  # scratch of sort_keys
+    TI = np.zeros(64 * WRi, dti)
+    TF = np.zeros(64 * WRf, np.float64)
+    NRG = np.zeros(64, np.int64)  # per node: reset generation when last written
+    NKM = np.zeros(64, np.int64)  # per node: newest window written
+    tmpI = np.zeros(64 * WRi, dti)
+    tmpF = np.zeros(64 * WRf, np.float64)
+    pair_e = np.zeros(64, np.int64)
+    pair_o = np.zeros(64, np.int64)
+    SI = np.zeros((1, Ri), dti)
+    SF = np.zeros((1, Rf), np.float64)
+    tags = mode == MODE_SLIDE
+    for tr in range(NT):
+        if tr_kind[tr] != K_SUM and tr_reset[tr] != 0:
+            tags = True
+
+    for sg in range(seg_ptr.shape[0] - 1):
+        lo = seg_ptr[sg]
+        hi = seg_ptr[sg + 1]
+        pid = seg_pid[sg]
+        c0 = cs_ptr[sg]
+        c1 = cs_ptr[sg + 1]
+        k_next = next_k[pid] if mode == MODE_SLIDE else 0
+        opened = 0
+        ep = lo
+        while ep < hi:
+            if mode == MODE_SLIDE:
+                ep_lo = ep  # replay the events still inside an open window
+                while ep_lo > lo and ev_t[ep_lo - 1] >= k_next * s:
+                    ep_lo -= 1
+                ep_hi = ep + max(epoch_min, 2 * (ep - ep_lo))
+                if ep_hi >= hi:
+                    ep_hi = hi
+                else:
+                    while ep_hi < hi and ev_t[ep_hi] == ev_t[ep_hi - 1]:
+                        ep_hi += 1
+            else:
+                ep_lo = lo
+                ep_hi = hi
+            # ---- key spaces: sorted distinct keys of the source events of every keyed transition
+            total = 0
+            for tr in range(NT):
+                ks_off[tr] = total
+                if tr_kind[tr] != K_SUM:
+                    smask = np.int64(1) << tr_src[tr]
+                    for e in range(ep_lo, ep_hi):
+                        if ev_kok[e, tr] and (ev_bind[e] & smask) != 0:
+                            total += 1
+                    for c in range(c0, c1):
+                        if cs_tr[c] == tr:
+                            total += 1
+            ks_off[NT] = total
+            if KS.shape[0] < total:
+                KS = np.empty(2 * total, np.int64)
+                KT = np.empty(2 * total, np.int64)
+            nodes = 0
+            for tr in range(NT):
+                nd_base[tr] = nodes
+                ks_m[tr] = 0
+                gctr += 1
+                RG[tr] = gctr  # fresh generation: nodes written before read as empty
+                if tr_kind[tr] == K_SUM:
+                    continue
+                a = ks_off[tr]
+                n = a
+                smask = np.int64(1) << tr_src[tr]
+                for e in range(ep_lo, ep_hi):
+                    if ev_kok[e, tr] and (ev_bind[e] & smask) != 0:
+                        KS[n] = ev_key[e, tr]
+                        n += 1
+                for c in range(c0, c1):
+                    if cs_tr[c] == tr:
+                        KS[n] = cs_key[c]
+                        n += 1
+                if n > a:
+                    sort_keys(KS, a, n, KT)
+                    m = 1
+                    for i in range(a + 1, n):
+                        if KS[i] != KS[a + m - 1]:
+                            KS[a + m] = KS[i]
+                            m += 1
+                    ks_m[tr] = m
+                nodes += ks_m[tr] + 1
+            nd_base[NT] = nodes
+            if nodes * (WRi + WRf) > max_cells:
+                err[0] = ERR_MEMORY
+                err[1] = pid
+                err[2] = nodes * (WRi + WRf)
+                break
+            if NRG.shape[0] < nodes:
+                NRG = np.zeros(2 * nodes, np.int64)
+                NKM = np.zeros(2 * nodes, np.int64)
+                TI = np.zeros(2 * nodes * WRi, dti)
+                TF = np.zeros(2 * nodes * WRf, np.float64)
+            # ---- buffers for the epoch: pairs of the largest group, windows it may emit
+            gmax = 1
+            n_emit = W
+            kn = k_next
+            op = k_next - 1
+            e = ep_lo
+            while e < ep_hi:
+                g1 = e + 1
+                while g1 < ep_hi and ev_t[g1] == ev_t[e]:
+                    g1 += 1
+                if g1 - e > gmax:
+                    gmax = g1 - e
+                if mode == MODE_SLIDE:
+                    kl = (ev_t[e] - w) // s + 1
+                    if kl > kn:
+                        kn = kl
+                    kh = ev_t[e] // s
+                    if kh > op:
+                        n_emit += kh - max(op + 1, kn) + 1
+                        op = kh
+                e = g1
+            if pair_e.shape[0] < gmax * n_occ:
+                pair_e = np.zeros(2 * gmax * n_occ, np.int64)
+                pair_o = np.zeros(2 * gmax * n_occ, np.int64)
+                tmpI = np.zeros(2 * gmax * n_occ * WRi, dti)
+                tmpF = np.zeros(2 * gmax * n_occ * WRf, np.float64)
+            if mode == MODE_SLIDE and out_pid.shape[0] < n_out + n_emit:
+                out_pid, out_key, out_vi, out_vf = _grow_out(out_pid, out_key, out_vi, out_vf, n_out + n_emit)
+
+            # ---- window state
+            if mode == MODE_SLIDE:
+                opened = k_next - 1  # windows >= k_next are rebuilt by the replay
+            else:
+                opened = 0
+                RSI[:] = 0
+                RSF[:] = 0.0
+                FINI[:] = 0
+                FINF[:] = 0.0
+                NOST[0] = 1
+                # load the carried state rows (raw values per key), then build the Fenwick trees
+                for tr in range(NT):
+                    if tr_kind[tr] == K_SUM:
+                        continue
+                    for i in range(1, ks_m[tr] + 1):
+                        nd = nd_base[tr] + i
+                        NRG[nd] = RG[tr]
+                        NKM[nd] = 0
+                        for r in range(Ri):
+                            TI[nd * Ri + r] = 0
+                        for r in range(Rf):
+                            TF[nd * Rf + r] = 0.0
+                for c in range(c0, c1):
+                    tr = cs_tr[c]
+                    if tr < NT:
+                        kind = tr_kind[tr]
+                        if kind == K_SUM:
+                            for r in range(Ri):
+                                RSI[tr * WRi + r] = _add(RSI[tr * WRi + r], cs_vi[c, r], check, err)
+                            for r in range(Rf):
+                                RSF[tr * WRf + r] += cs_vf[c, r]
+                            continue
+                        m = ks_m[tr]
+                        a = ks_off[tr]
+                        rank = _lower(KS, a, a + m, cs_key[c]) - a
+                        i = m - rank if (kind == K_GT or kind == K_GE) else rank + 1
+                        nd = nd_base[tr] + i
+                        for r in range(Ri):
+                            TI[nd * Ri + r] = _add(TI[nd * Ri + r], cs_vi[c, r], check, err)
+                        for r in range(Rf):
+                            TF[nd * Rf + r] += cs_vf[c, r]
+                    elif tr == NT:
+                        for r in range(Ri):
+                            FINI[r] = _add(FINI[r], cs_vi[c, r], check, err)
+                        for r in range(Rf):
+                            FINF[r] += cs_vf[c, r]
+                    else:
+                        NOST[0] = 1 if cs_vi[c, 0] != 0 else 0
+                for tr in range(NT):
+                    if tr_kind[tr] == K_SUM or tr_kind[tr] == K_EQ:
+                        continue
+                    m = ks_m[tr]
+                    base = nd_base[tr]
+                    for i in range(1, m + 1):
+                        j = i + (i & -i)
+                        if j <= m:
+                            for r in range(Ri):
+                                TI[(base + j) * Ri + r] = _add(TI[(base + j) * Ri + r], TI[(base + i) * Ri + r],
+                                                               check, err)
+                            for r in range(Rf):
+                                TF[(base + j) * Rf + r] += TF[(base + i) * Rf + r]
+                if err[0] != 0:
+                    err[1] = pid
+                    err[2] = ev_t[lo] if hi > lo else 0
+                    break
+
+            k_next, opened, gctr, n_out, bad, tbad = _epoch(
+                mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
+                ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_key, ev_kok, ev_thr, ev_tok,
+                occ_start, occ_end, in_ptr, in_tr, out_ptr, out_tr,
+                tr_kind, tr_reset, start_reset, end_reset, comp_i, comp_f,
+                KS, ks_off, ks_m, nd_base, RG, NRG, NKM, TI, TF, RSI, RSF, FINI, FINF, NOST,
+                tmpI, tmpF, pair_e, pair_o, out_pid, out_key, out_vi, out_vf, n_out)
+            if bad:
+                err[0] = ERR_OVERFLOW
+                err[1] = pid
+                err[2] = tbad
+                break
+            ep = ep_hi
+        if err[0] != 0:
+            break
+
+        # ---- end of the segment
+        if mode == MODE_SLIDE:
+            if out_pid.shape[0] < n_out + W:
+                out_pid, out_key, out_vi, out_vf = _grow_out(out_pid, out_key, out_vi, out_vf, n_out + W)
+            kk = k_next
+            while kk <= opened and kk * s + w <= limit:
+                sl = kk % W
+                if FINI[sl * Ri] != 0:
+                    out_pid[n_out] = pid
+                    out_key[n_out] = kk
+                    for r in range(Ri):
+                        out_vi[n_out, r] = FINI[sl * Ri + r]
+                    for r in range(Rf):
+                        out_vf[n_out, r] = FINF[sl * Rf + r]
+                    n_out += 1
+                kk += 1
+            kl = (limit - w) // s + 1
+            if kl > k_next:
+                k_next = kl
+            next_k[pid] = k_next
+            continue
+        # MODE_NONE: dump the state as raw rows per key
+        need = n_so + 2 + NT
+        for tr in range(NT):
+            need += ks_m[tr]
+        if so_pid.shape[0] < need:
+            so_pid, so_tr, so_key, so_vi, so_vf = _grow_state(so_pid, so_tr, so_key, so_vi, so_vf, need)
+        for tr in range(NT):
+            kind = tr_kind[tr]
+            if kind == K_SUM:
+                if RSI[tr * WRi] != 0:
+                    so_pid[n_so] = pid
+                    so_tr[n_so] = tr
+                    so_key[n_so] = 0
+                    for r in range(Ri):
+                        so_vi[n_so, r] = RSI[tr * WRi + r]
+                    for r in range(Rf):
+                        so_vf[n_so, r] = RSF[tr * WRf + r]
+                    n_so += 1
+                continue
+            m = ks_m[tr]
+            a = ks_off[tr]
+            base = nd_base[tr]
+            if SI.shape[0] < m + 1:
+                SI = np.zeros((2 * m + 2, Ri), dti)
+                SF = np.zeros((2 * m + 2, Rf), np.float64)
+            for i in range(1, m + 1):
+                nd = base + i
+                valid = (not tags) or NRG[nd] == RG[tr]
+                for r in range(Ri):
+                    SI[i, r] = TI[nd * Ri + r] if valid else 0
+                for r in range(Rf):
+                    SF[i, r] = TF[nd * Rf + r] if valid else 0.0
+            if kind != K_EQ:  # undo the Fenwick build: node sums back to values per key
+                for i in range(m, 0, -1):
+                    j = i + (i & -i)
+                    if j <= m:
+                        for r in range(Ri):
+                            SI[j, r] -= SI[i, r]
+                        for r in range(Rf):
+                            SF[j, r] -= SF[i, r]
+            for i in range(1, m + 1):
+                if SI[i, 0] == 0:
+                    continue
+                rank = m - i if (kind == K_GT or kind == K_GE) else i - 1
+                so_pid[n_so] = pid
+                so_tr[n_so] = tr
+                so_key[n_so] = KS[a + rank]
+                for r in range(Ri):
+                    so_vi[n_so, r] = SI[i, r]
+                for r in range(Rf):
+                    so_vf[n_so, r] = SF[i, r]
+                n_so += 1
+        if FINI[0] != 0:
+            so_pid[n_so] = pid
+            so_tr[n_so] = NT
+            so_key[n_so] = 0
+            for r in range(Ri):
+                so_vi[n_so, r] = FINI[r]
+            for r in range(Rf):
+                so_vf[n_so, r] = FINF[r]
+            n_so += 1
+        if start_reset != 0:
+            so_pid[n_so] = pid
+            so_tr[n_so] = NT + 1
+            so_key[n_so] = 0
+            for r in range(Ri):
+                so_vi[n_so, r] = 0
+            for r in range(Rf):
+                so_vf[n_so, r] = 0.0
+            so_vi[n_so, 0] = NOST[0]
+            n_so += 1
+    return (out_pid[:n_out], out_key[:n_out], out_vi[:n_out], out_vf[:n_out],
+            so_pid[:n_so], so_tr[:n_so], so_key[:n_so], so_vi[:n_so], so_vf[:n_so])

@@ -22,7 +22,7 @@ PACKAGES = {"cepvec": ROOT / "cepvec", "cepvec.kernels": ROOT / "kernels",
             "cepvec.spark_adapter": ROOT / "spark_adapter"}
 #: lowest first; a pattern ending in ".*" covers a package and everything below it
 LAYERS = [
-    ("base", ["cepvec._version", "cepvec.errors", "cepvec.generators", "cepvec.kernels.*"]),
+    ("base", ["cepvec._version", "cepvec.errors", "cepvec.generators.*", "cepvec.kernels.*"]),
     ("language", ["cepvec.lang.*"]),
     ("logical plan", ["cepvec.plan.*"]),
     ("run-time pieces", ["cepvec.runtime.*"]),

@@ -384,7 +384,7 @@ def test_explain_names_the_path_of_each_transition():
 # -------------------------------------------------------------------------- key-space sort
 # The key spaces of the Fenwick trees are sorted inside the kernel. Numba's quicksort is quadratic on
 # sorted keys with a smaller one appended (the carried keys of a batch followed by a new one), which
-# made 10^6 distinct float prices take 23 s; kernels/trend.py::sort_keys is a radix sort instead.
+# made 10^6 distinct float prices take 23 s; kernels/trend/keys.py::sort_keys is a radix sort instead.
 _I64 = st.integers(-(2**63), 2**63 - 1)
 
 

@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
+from cepvec.errors import UnsupportedByEngine
 from cepvec.plan.ir import Query
 from cepvec.runtime.prepare import Prepared
 
@@ -55,6 +56,16 @@ class Path(ABC):
     @abstractmethod
     def open(self, q: Query, schema: dict, *, w: int | None, s: int | None, numeric: str = "int64") -> Run:
         """A new run of ``q`` over input with column types ``schema`` (``w``/``s``: window in time units)."""
+
+
+def refusal(check, *args) -> str | None:
+    """The message of the :class:`UnsupportedByEngine` that ``check(*args)`` raises, or None: how a
+    path's ``supports`` reuses a check its run makes on the column types."""
+    try:
+        check(*args)
+    except UnsupportedByEngine as exc:
+        return str(exc)
+    return None
 
 
 def feed(run: Run, prep: Prepared, batches: list[int] | None = None) -> pl.DataFrame:

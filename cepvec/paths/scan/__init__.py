@@ -6,8 +6,7 @@ drives ``cepvec.kernels.scan`` (``docs/algorithms.md`` section 5).
 
 from __future__ import annotations
 
-from cepvec.errors import UnsupportedByEngine
-from cepvec.paths.base import Path
+from cepvec.paths.base import Path, refusal
 from cepvec.paths.scan.plan import Programs, build, unsupported_reason
 from cepvec.paths.scan.run import ScanRun
 
@@ -17,11 +16,8 @@ class ScanPath(Path):
 
     def supports(self, q, schema=None):
         why = unsupported_reason(q)
-        if why is None and schema is not None:
-            try:
-                Programs(q, build(q), dict(schema))  # edge predicates over these column types
-            except UnsupportedByEngine as exc:
-                return str(exc)
+        if why is None and schema is not None:  # the edge predicates over these column types
+            return refusal(Programs, q, build(q), dict(schema))
         return why
 
     def plan(self, q, schema=None):

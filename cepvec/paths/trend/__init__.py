@@ -7,8 +7,7 @@
 
 from __future__ import annotations
 
-from cepvec.errors import UnsupportedByEngine
-from cepvec.paths.base import Path
+from cepvec.paths.base import Path, refusal
 from cepvec.paths.trend.plan import build, unsupported_reason
 from cepvec.paths.trend.run import TrendRun, keyed_transitions
 
@@ -21,10 +20,7 @@ class TrendPath(Path):
             return "no edge predicate (the linear-map path runs such queries)"
         why = unsupported_reason(q)
         if why is None and schema is not None:
-            try:
-                keyed_transitions(q, build(q), schema)
-            except UnsupportedByEngine as exc:
-                return str(exc)
+            return refusal(keyed_transitions, q, build(q), schema)
         return why
 
     def plan(self, q, schema=None):

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from cepvec import generators as gen
+from cepvec.generators import _common
 from cepvec.generators import (
     DEFAULT_ITEMS,
     FEET_PER_SEGMENT,
@@ -198,7 +199,7 @@ def test_floored_walk_matches_loop_reference():
     group = rng.integers(0, 3, n)
     start_g = np.array([2.0, 5.0, 1.0])
     step = rng.normal(0.0, 1.0, n)
-    got = gen._floored_walk(group, start_g[group], step, 0.5)
+    got = _common._floored_walk(group, start_g[group], step, 0.5)
     level = start_g.copy()
     want = np.empty(n)
     for i in range(n):
@@ -335,7 +336,7 @@ def test_reflected_walk_matches_loop_reference():
     group = rng.integers(0, 4, n)
     start_g = rng.uniform(0, 10, 4)
     step = rng.normal(0, 3.0, n)
-    got = gen._reflected_walk(group, start_g[group], step, 0.0, 10.0)
+    got = _common._reflected_walk(group, start_g[group], step, 0.0, 10.0)
     # Folding the free walk is, path by path, the walk reflected at 0 and 10
     # whose step direction flips at each reflection (same law for symmetric
     # steps).

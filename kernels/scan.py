@@ -120,6 +120,8 @@ def _cmp(a, b, c):
     return a >= b
 
 
+# One long function on purpose: the dispatch loop of a stack machine, one branch per opcode;
+# a call per opcode would pass the stack arrays each time (atomic reference counting, see below).
 @jit
 def _eval_block(prog_op, prog_arg, plo, phi, constI, constF, colI, nI, colF, nF, cand, nc, e, sI, sF, sN, mask):
     """Evaluate one predicate program for the pairs (cand[k], e), k < nc: mask[k] = predicate is true.

@@ -6,7 +6,9 @@ import polars as pl
 
 from cepvec.paths.reference.run import reference_progress
 from cepvec.registry import choose, count_matches_online, run_engine
-from cepvec.errors import CepvecPlanError, CepvecTypeError
+from cepvec.errors import CepvecPlanError, CepvecTypeError, UnsupportedByEngine
+from cepvec.paths.match import MATCH_ENGINES, MATCH_FORMATS, collect_matches, match_engine
+from cepvec.paths.match.run import wide_frame
 from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
 from cepvec.plan.compile import compile_query
 from cepvec.plan.ir import Query
@@ -135,20 +137,35 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     return run_engine(q, prep, choose(q, engine, prep.df.schema), numeric=numeric)
 
 
-def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None) -> pl.DataFrame:
-    """The matches (composite events) of a query, built one by one.
+def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None, engine: str = "auto",
+            format: str = "long") -> pl.DataFrame:  # noqa: A002
+    """The matches (composite events) of a query.
 
-    Uses the reference engine, so it is exponential in the worst case. A match
-    is listed when it counts towards at least one output row (its group and
-    window, negated start/end included); a match that falls into several
-    SLIDE windows is listed once per window.
+    A match is listed when it counts towards at least one output row (its
+    group and window, negated start/end included); a match that falls into
+    several SLIDE windows is listed once per window. ``engine="auto"`` builds
+    the matches with the match engine (Numba, every event selection strategy,
+    no window or WITHIN; ``docs/matching.md``), in time linear in the input
+    and the output; other queries (SLIDE, EMIT CHANGES, qualified
+    equivalences, nested negation) go to the reference engine, which is
+    exponential in the worst case.
 
     Parameters
     ----------
     query : str or Query
-    events : polars.DataFrame, pyarrow.Table or pandas.DataFrame
+    events : polars.DataFrame, pyarrow.Table, pandas.DataFrame or pyspark.sql.DataFrame
+        A Spark DataFrame gives a Spark DataFrame of matches (``docs/matching.md``).
     limit : int or None
         Stop after this many matches (None: all).
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        Unit of an integer time column, as in :func:`run`.
+    engine : {"auto", "match", "reference"}
+        ``"match"`` the match engine (raises :class:`UnsupportedByEngine` when
+        it cannot run the query), ``"reference"`` the reference engine (the
+        oracle), ``"auto"`` the first that can.
+    format : {"long", "wide"}
+        ``"long"``: one row per event of a match; ``"wide"``: one row per
+        match, with ``variable`` and every input column as lists.
 
     Returns
     -------
@@ -156,7 +173,8 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
         Long format, one row per event of a match: ``match`` (0-based id),
         the group attributes, ``window_start``/``window_end`` or the EMIT time
         as in :func:`run`, ``position`` (0-based within the match),
-        ``variable``, then every input column of the event.
+        ``variable``, then every input column of the event. Matches come by
+        group; the order inside a group is the engine's.
 
     Examples
     --------
@@ -165,13 +183,29 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     >>> matches("RETURN COUNT(*) PATTERN SEQ(A, B)", ev)["match"].to_list()
     [0, 0, 1, 1]
     """
+    q = _as_query(query)
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
+    if format not in MATCH_FORMATS:
+        raise CepvecPlanError(f"format must be 'long' or 'wide'; found {format!r}")
+    if engine not in MATCH_ENGINES:
+        raise UnsupportedByEngine(f"unknown engine {engine!r} for cepvec.matches; choose one of: "
+                                  f"{', '.join(MATCH_ENGINES)}")
+    if _is_spark(events):
+        from cepvec.spark_adapter.matches import matches_spark  # noqa: PLC0415  (optional dependency)
+
+        return matches_spark(q, events, limit=limit, time_unit=time_unit, engine=engine, format=format)
+    prep = prepare(q, events, time_unit=time_unit)
+    if match_engine(q, engine, prep.df.schema) == "match":
+        return collect_matches(q, prep, limit=limit, format=format)
+    out = _reference_matches(q, prep, limit)
+    return out if format == "long" else wide_frame(q, out)
+
+
+def _reference_matches(q: Query, prep, limit: int | None) -> pl.DataFrame:
     from cepvec.paths.reference import evaluate as reference
     from cepvec.runtime.prepare import time_values_to_output
 
-    q = _as_query(query)
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
-    prep = prepare(q, events, time_unit=time_unit)
     rows = prep.df.to_dicts()
     with reference_progress(q, prep, "cepvec.matches", count_matches_online) as counter:
         res = reference.evaluate_query(q, rows, prep.times.to_list(), w=prep.w, s=prep.s, match_limit=limit,

@@ -194,15 +194,19 @@ def test_limit_counts_window_listings():
 
 
 def test_limit_stops_the_enumeration_early():
-    # docs/semantics.md: matches(limit=k) stops building matches after k (the reference engine is
-    # exponential, so the limit must bound the work); partitions are enumerated in the order they
-    # first appear in the input, so the k matches come from the earliest partitions ("z" here),
-    # and the listing of those k is ordered by group as usual.
+    # docs/semantics.md: matches(limit=k) stops building matches after k (the enumeration is
+    # exponential, so the limit must bound the work). The reference engine enumerates partitions
+    # in the order they first appear in the input, so its k matches come from the earliest
+    # partitions ("z" here), and the listing of those k is ordered by group as usual; the match
+    # engine enumerates in listing order, so its k matches are the first k of the full listing.
     ev = stream("a1 b2 a3 b4", g={"a1": "z", "b2": "z", "a3": "k", "b4": "k"})
     q = "RETURN g, COUNT(*) PATTERN SEQ(A, B) GROUP-BY g"
-    full = cepvec.matches(q, ev, limit=None)
-    assert listing(full, "g") == [("k", ("a3", "b4")), ("z", ("a1", "b2"))]
-    assert listing(cepvec.matches(q, ev, limit=1), "g") == [("z", ("a1", "b2"))]
+    for engine in ("reference", "match"):
+        full = cepvec.matches(q, ev, limit=None, engine=engine)
+        assert listing(full, "g") == [("k", ("a3", "b4")), ("z", ("a1", "b2"))]
+    assert listing(cepvec.matches(q, ev, limit=1, engine="reference"), "g") == [("z", ("a1", "b2"))]
+    assert listing(cepvec.matches(q, ev, limit=1, engine="match"), "g") == [("k", ("a3", "b4"))]
+    assert listing(cepvec.matches(q, ev, limit=1), "g") == [("k", ("a3", "b4"))]
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "10"])

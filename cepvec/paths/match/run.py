@@ -1,0 +1,153 @@
+"""Driver of the match engine: candidates, partitions, the match graph, then matches in batches.
+
+:func:`match_batches` yields the matches of a query over a prepared input as
+Polars frames of at most about ``batch_rows`` rows, in the long format of
+``cepvec.matches`` or one row per match (``format="wide"``); ``limit`` stops
+the enumeration early. Matches come ordered by group (as ``cepvec.run``
+orders its rows), then by partition, then by the time of their last event,
+then in the order of the depth-first walk (``cepvec.kernels.match.emit_matches``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import polars as pl
+
+from cepvec.kernels import match as K
+from cepvec.kernels.trend import partition_order
+from cepvec.paths.match.plan import MODES, STRATEGIES, build
+from cepvec.paths.scan.plan import Programs
+from cepvec.plan.ir import Query
+from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.polars_expr import predicate_mask
+from cepvec.runtime.prepare import Prepared
+
+BATCH_ROWS = 1 << 16
+
+
+class MatchGraph:
+    """Phase 1 over a whole prepared input: the shared match graph (``cepvec.kernels.match``)."""
+
+    def __init__(self, q: Query, prep: Prepared):
+        self.q = q
+        plan = build(q)
+        df = prep.df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))  # NaN reads as null
+        programs = Programs(q, plan, dict(prep.df.schema))
+        n_occ = len(q.occs)
+        tcol = pl.col(q.type_col).cast(pl.String)
+        cand = df.select([(tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))).alias(str(o.id))
+                          for o in q.occs]).to_numpy().astype(np.bool_)
+        times = prep.times.to_numpy().astype(np.int64)
+        # strict contiguity: the previous time stamp of the whole input
+        uniq = np.unique(times)
+        at = np.searchsorted(uniq, times)
+        gprev = np.where(at > 0, uniq[np.maximum(at - 1, 0)], K.NEG_INF).astype(np.int64)
+        # partitions, ordered by group (nulls last) as cepvec.run orders its rows
+        parts = Partitions(q, {c: prep.df.schema[c] for c in q.partition_by})
+        pid = parts.ids(df) if len(df) else np.zeros(0, np.int64)
+        rank = np.zeros(len(parts), np.int64)
+        if q.group_by and len(parts.keys):
+            gf = parts.group_frame().sort(list(q.group_by), nulls_last=True, maintain_order=True)
+            rank[gf["__pid"].to_numpy()] = np.arange(len(gf))
+        else:
+            rank = np.arange(len(parts), dtype=np.int64)
+        order, seg_all = partition_order(np.ascontiguousarray(rank[pid]), len(parts))
+        seg_ptr = np.unique(seg_all).astype(np.int64) if len(df) else np.zeros(1, np.int64)
+        self.order = order
+        self.seg_ptr = seg_ptr
+        self.t = np.ascontiguousarray(times[order])
+        cand = np.ascontiguousarray(cand[order].reshape(len(order), n_occ))
+        colI, nI, colF, nF, constI, constF = programs.encode(df[order])
+        prog_op, prog_arg, plo, phi = programs.arrays()
+        A = plan.arrays
+        n = len(order)
+        G = len(q.negations)
+        self.n_occ = n_occ
+        self.ls = np.empty(n * n_occ, np.int64)
+        self.eptr = np.zeros(n * n_occ + 1, np.int64)
+        nxt = np.full(n * n_occ, K.UNSET, np.int64)
+        self.neg_t = np.zeros((max(G, 1), max(n, 1)), np.int64)
+        self.neg_pm = np.zeros((max(G, 1), max(n, 1)), np.int64)
+        self.neg_seg = np.zeros((max(G, 1), len(seg_ptr)), np.int64)
+        self.mode = MODES[q.window.kind]
+        self.w = np.int64(prep.w or 0)
+        self.edges = K.build_match_graph(
+            STRATEGIES[q.strategy], self.mode, self.w, seg_ptr, self.t, np.ascontiguousarray(gprev[order]), cand,
+            A["occ_pat"], A["occ_start"], A["occ_end"], np.int64(G + 1), A["in_ptr"], A["in_tr"], A["tr_src"],
+            A["tr_gptr"], A["tr_guards"], plo, phi, prog_op, prog_arg, constI, constF, colI, nI, colF, nF,
+            np.int64(programs.max_depth), self.ls, self.eptr, np.zeros(max(n, 16), np.int64), nxt,
+            self.neg_t, self.neg_pm, self.neg_seg)
+        end = q.template.end
+        ends = np.arange(n, dtype=np.int64) * n_occ + end
+        keep = cand[:, end] & (self.ls[ends] != K.NEG_INF) if n else np.zeros(0, np.bool_)
+        self.ends = np.ascontiguousarray(ends[keep])
+        self.end_seg = np.ascontiguousarray(
+            (np.searchsorted(seg_ptr, np.nonzero(keep)[0], side="right") - 1).astype(np.int64))
+        self.main_start = np.zeros(n_occ, np.bool_)
+        self.main_start[q.template.start] = True
+        start_neg, end_neg = int(A["start_neg"]), int(A["end_neg"])
+        self.negs = (np.int64(start_neg), np.int64(end_neg))
+
+    def batches(self, limit: int | None, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[np.ndarray, ...]]:
+        """``(match id, position, row of prep.df, occurrence)`` arrays, whole matches per batch."""
+        n = len(self.t)
+        cap = max(batch_rows, n + 1)  # a match never has more events than the input
+        state = np.zeros(4, np.int64)
+        st_node = np.zeros(n + 1, np.int64)
+        st_cur = np.zeros(n + 1, np.int64)
+        lim = np.int64(-1 if limit is None else limit)
+        while True:
+            out_match = np.empty(cap, np.int64)
+            out_pos = np.empty(cap, np.int64)
+            out_node = np.empty(cap, np.int64)
+            rows = K.emit_matches(self.mode, self.w, self.ends, self.end_seg, self.t, np.int64(self.n_occ),
+                                  self.main_start, self.ls, self.eptr, self.edges, self.negs[0], self.negs[1],
+                                  self.neg_t, self.neg_pm, self.neg_seg, lim, state, st_node, st_cur,
+                                  out_match, out_pos, out_node)
+            if rows:
+                node = out_node[:rows]
+                yield out_match[:rows], out_pos[:rows], self.order[node // self.n_occ], node % self.n_occ
+            if not rows:
+                return
+
+
+def long_frame(q: Query, prep: Prepared, match_id, pos, rows, occ) -> pl.DataFrame:
+    """The long format of ``cepvec.matches``: one row per event of a match."""
+    df = prep.df
+    ev = df[rows] if len(rows) else df.head(0)
+    names = np.array([o.name for o in q.occs] or [""], dtype=object)
+    cols: dict[str, pl.Series] = {"match": pl.Series("match", match_id, dtype=pl.Int64)}
+    for lab, g in zip(q.group_labels, q.group_by):
+        cols[lab] = ev[g].rename(lab)
+    cols["position"] = pl.Series("position", pos, dtype=pl.Int64)
+    cols["variable"] = pl.Series("variable", names[occ].tolist() if len(occ) else [], dtype=pl.String)
+    left = pl.DataFrame(cols)
+    clash = [c for c in ev.columns if c in left.columns]
+    if clash:
+        ev = ev.rename({c: f"event_{c}" for c in clash})
+    return pl.concat([left, ev], how="horizontal")
+
+
+def wide_frame(q: Query, long: pl.DataFrame) -> pl.DataFrame:
+    """One row per match: ``match``, the group labels, then ``variable`` and every event column as lists."""
+    keys = ["match", *q.group_labels]
+    lists = [c for c in long.columns if c not in keys and c != "position"]
+    return long.group_by(keys, maintain_order=True).agg([pl.col(c) for c in lists])
+
+
+def match_batches(q: Query, prep: Prepared, *, limit: int | None = None, format: str = "long",  # noqa: A002
+                  batch_rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
+    """The matches of ``q`` over ``prep`` as frames (see the module docstring)."""
+    graph = MatchGraph(q, prep)
+    for match_id, pos, rows, occ in graph.batches(limit, batch_rows):
+        long = long_frame(q, prep, match_id, pos, rows, occ)
+        yield long if format == "long" else wide_frame(q, long)
+
+
+def empty_frame(q: Query, prep: Prepared, format: str = "long") -> pl.DataFrame:  # noqa: A002
+    """The frame with no match, with the schema of :func:`match_batches`."""
+    z = np.zeros(0, np.int64)
+    long = long_frame(q, prep, z, z, z, z)
+    return long if format == "long" else wide_frame(q, long)

@@ -1,0 +1,137 @@
+"""The match engine (cepvec/paths/match, kernels/match.py) lists exactly the reference engine's matches.
+
+* Hypothesis: generated queries (every pattern shape of tests/strategies.py, local and edge
+  predicates, equivalences, GROUP-BY, negation at the start, middle and end, no window and
+  WITHIN) under each of the four event selection strategies, over small streams: the same set
+  of matches (each as its events with variables), in batches of any size, long and wide.
+* Exhaustive tiny streams for shapes where the strategies differ most.
+* Queries it cannot run are refused by engine="match" and answered by the reference engine
+  under engine="auto".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cepvec
+from cepvec.paths.match import match_batches, match_support
+from cepvec.runtime.prepare import prepare
+from tests.strategies import examples, make_frame, queries, streams, sweep_size, tiny_streams
+
+pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
+
+STRATEGIES = ("skip_till_any_match", "skip_till_next_match", "partition_contiguity", "strict_contiguity")
+
+
+def with_strategy(text: str, strategy: str) -> str:
+    """``text`` with its WHERE clause wrapped in ``strategy(...) { }`` (a WHERE is added if needed)."""
+    if strategy == "skip_till_any_match":
+        return text
+    if " WHERE " in text:
+        return text.replace(" WHERE ", f" WHERE {strategy}() {{ }} AND ", 1)
+    cut = min([text.index(k) for k in (" GROUP-BY", " WITHIN", " EMIT") if k in text] + [len(text)])
+    return f"{text[:cut]} WHERE {strategy}() {{ }}{text[cut:]}"
+
+
+def match_set(m: pl.DataFrame) -> Counter:
+    """The matches of a long listing as a multiset of tuples of (variable, event columns...)."""
+    out: Counter = Counter()
+    if not m.height:
+        return out
+    assert m["match"].to_list() == sorted(m["match"].to_list())
+    ids = m["match"].unique(maintain_order=True).to_list()
+    assert ids == list(range(len(ids))), "match ids are 0, 1, 2, ... in listing order"
+    rest = [c for c in m.columns if c not in ("match", "position")]
+    for _, g in m.group_by("match", maintain_order=True):
+        assert g["position"].to_list() == list(range(g.height))
+        out[tuple(tuple("NaN" if v != v else v for v in r) for r in g.select(rest).rows())] += 1
+    return out
+
+
+def check(text: str, df: pl.DataFrame) -> None:
+    q = cepvec.compile(text)
+    if match_support(q, df.schema) is not None:
+        with pytest.raises(cepvec.UnsupportedByEngine, match="cannot"):
+            cepvec.matches(q, df, limit=None, engine="match")
+        return
+    want = cepvec.matches(q, df, limit=None, engine="reference")
+    got = cepvec.matches(q, df, limit=None, engine="match")
+    assert got.schema == want.schema, text
+    assert match_set(got) == match_set(want), f"{text}\n{df}\nmatch engine:\n{got}\nreference:\n{want}"
+    # whole matches per output batch, any batch size; the groups come in run's order
+    prep = prepare(q, df)
+    small = pl.concat(list(match_batches(q, prep, batch_rows=1)) or [got.head(0)])
+    assert small.equals(got)
+    if q.group_labels and got.height:
+        firsts = got.group_by("match", maintain_order=True).first()
+        assert firsts.select(q.group_labels).rows() == firsts.sort(
+            list(q.group_labels), nulls_last=True, maintain_order=True).select(q.group_labels).rows()
+    # wide: one row per match, the same events
+    wide = cepvec.matches(q, df, limit=None, format="wide")
+    assert wide.height == len(match_set(got)) or wide.height == got["match"].n_unique()
+    if got.height:
+        assert wide["variable"].to_list() == got.group_by("match", maintain_order=True).agg("variable")[
+            "variable"].to_list()
+    # limit: the first k of the full listing
+    k = max(1, got["match"].n_unique() // 2) if got.height else 1
+    assert cepvec.matches(q, df, limit=k, engine="match").equals(got.filter(pl.col("match") < k))
+
+
+@st.composite
+def _case(draw):
+    window = draw(st.sampled_from(["", "", " WITHIN 1", " WITHIN 2", " WITHIN 4"]))
+    text = draw(queries(window=window))
+    text = with_strategy(text, draw(st.sampled_from(STRATEGIES)))
+    qtypes = [t for t in cepvec.compile(text).event_types if t in "ABCD"]
+    types = "ABCD" if not qtypes or draw(st.integers(0, 4)) == 0 else qtypes
+    return text, draw(streams(max_events=8, types=types))
+
+
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_case())
+def test_match_engine_agrees_with_reference(case):
+    text, df = case
+    check(text, df)
+
+
+SHAPES = ["SEQ(A, B)", "SEQ(A+, B)", "SEQ(A, B+, C)", "(SEQ(A+, B))+", "SEQ(A, NOT C, B)", "SEQ(NOT C, A, B)",
+          "SEQ(A, B, NOT C)", "SEQ(A+, NOT SEQ(C, C), B)"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_exhaustive_tiny_streams(shape, strategy):
+    # every stream of tiny_streams at once: stream k is partition id=k, shifted to times 100 k + ...,
+    # so no match, negation or contiguity test reaches from one stream into another
+    rows = [(ty, 100 * k + t, k, i + 1, 0.5)
+            for k, ev in enumerate(tiny_streams(sweep_size(5), times=(0, 1, 2, 4))) for i, (t, ty) in enumerate(ev)]
+    df = make_frame(rows)
+    edge = " AND A.x <= NEXT(B).x + 2" if "B" in shape else ""
+    for window in ("", " WITHIN 3"):
+        check(with_strategy(f"RETURN COUNT(*) PATTERN {shape} WHERE [id]{edge}{window}", strategy), df)
+
+
+def test_refused_queries_go_to_the_reference_engine():
+    df = make_frame([("A", 1, 0, 1, 0.5), ("B", 2, 0, 2, 0.5), ("B", 3, 1, 3, 0.5)])
+    text = "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 4 SLIDE 2"
+    with pytest.raises(cepvec.UnsupportedByEngine) as info:
+        cepvec.matches(text, df, engine="match")
+    assert str(info.value) == (
+        "engine='match' cannot list the matches of query 'RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 4 SLIDE 2': "
+        "a SLIDE window (a match is listed once per window; the match engine lists WITHIN and no window). "
+        "Use engine='reference' (exponential) or engine='auto'")
+    assert cepvec.matches(text, df).equals(cepvec.matches(text, df, engine="reference"))
+
+
+def test_bad_engine_and_format():
+    df = make_frame([("A", 1, 0, 1, 0.5)])
+    with pytest.raises(cepvec.UnsupportedByEngine, match="unknown engine 'greta' for cepvec.matches; choose one "
+                                                          "of: auto, match, reference"):
+        cepvec.matches("RETURN COUNT(*) PATTERN A", df, engine="greta")
+    with pytest.raises(cepvec.CepvecPlanError, match="format must be 'long' or 'wide'; found 'tall'"):
+        cepvec.matches("RETURN COUNT(*) PATTERN A", df, format="tall")

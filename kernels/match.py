@@ -98,6 +98,11 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
     sI = np.zeros((max_depth, widest), np.int64)
     sF = np.zeros((max_depth, widest), np.float64)
     sN = np.zeros((max_depth, widest), np.bool_)
+    # skip till next match: per occurrence, the events of the partition still waiting for their next
+    # event (nxt unset), newest last; compacted when the time stamp advances. Scanning them instead of
+    # the whole window makes the cost per event the number of open runs, not the window length.
+    open_ev = np.empty((n_occ, widest if strategy == STRAT_NEXT else 1), np.int64)
+    open_cnt = np.zeros(n_occ, np.int64)
     ne = 0
     eptr[0] = 0
     for s in range(n_seg):
@@ -105,12 +110,23 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
         hi = seg_ptr[s + 1]
         for g in range(G):
             neg_seg[g, s] = neg_cnt[g]
+        for o in range(n_occ):
+            open_cnt[o] = 0
         prev_time = NEG_INF  # latest time stamp of the partition before the current one
         for i in range(lo, hi):
             ti = t[i]
+            lower = ti - w if mode == MODE_WITHIN else NEG_INF
             if i > lo and t[i - 1] < ti:
                 prev_time = t[i - 1]
-            lower = ti - w if mode == MODE_WITHIN else NEG_INF
+                if strategy == STRAT_NEXT:
+                    for o in range(n_occ):
+                        kept = 0
+                        for j in range(open_cnt[o]):
+                            x = open_ev[o, j]
+                            if nxt[x * n_occ + o] == UNSET and t[x] > lower:
+                                open_ev[o, kept] = x
+                                kept += 1
+                        open_cnt[o] = kept
             for o in range(n_occ):
                 node = i * n_occ + o
                 best = NEG_INF
@@ -122,7 +138,15 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
                         p = tr_src[k]
                         # the block of predecessors the strategy allows
                         nc = 0
-                        x = i - 1
+                        if strategy == STRAT_NEXT:
+                            for j in range(open_cnt[p] - 1, -1, -1):
+                                x = open_ev[p, j]
+                                if t[x] < ti and t[x] > lower:
+                                    v = nxt[x * n_occ + p]
+                                    if v == UNSET or v == ti:
+                                        blk[nc] = x
+                                        nc += 1
+                        x = i - 1 if strategy != STRAT_NEXT else lo - 1
                         while x >= lo:
                             tx = t[x]
                             if tx <= lower:
@@ -139,11 +163,6 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
                                         break
                                     blk[nc] = x
                                     nc += 1
-                                elif strategy == STRAT_NEXT:
-                                    v = nxt[x * n_occ + p]
-                                    if v == UNSET or v == ti:
-                                        blk[nc] = x
-                                        nc += 1
                                 else:
                                     blk[nc] = x
                                     nc += 1
@@ -186,6 +205,9 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
                                 best = lx
                 ls[node] = best
                 eptr[node + 1] = ne
+                if strategy == STRAT_NEXT and cand[i, o]:
+                    open_ev[o, open_cnt[o]] = i
+                    open_cnt[o] += 1
                 g = occ_pat[o]
                 if g < G and occ_end[o] and best != NEG_INF:
                     c = neg_cnt[g]

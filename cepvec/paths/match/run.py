@@ -27,6 +27,19 @@ from cepvec.runtime.prepare import Prepared
 BATCH_ROWS = 1 << 16
 
 
+def previous_time(times: np.ndarray) -> np.ndarray:
+    """For sorted ``times``, the latest time stamp before each one (``NEG_INF`` for the first)."""
+    gprev = np.full(len(times), K.NEG_INF, np.int64)
+    if len(times):
+        new = np.flatnonzero(times[1:] != times[:-1]) + 1  # first index of each later time stamp
+        run = np.zeros(len(times), np.int64)
+        run[new] = new
+        run = np.maximum.accumulate(run)  # first index of each event's time stamp
+        has = run > 0
+        gprev[has] = times[run[has] - 1]
+    return gprev
+
+
 class MatchGraph:
     """Phase 1 over a whole prepared input: the shared match graph (``cepvec.kernels.match``)."""
 
@@ -41,9 +54,7 @@ class MatchGraph:
                           for o in q.occs]).to_numpy().astype(np.bool_)
         times = prep.times.to_numpy().astype(np.int64)
         # strict contiguity: the previous time stamp of the whole input
-        uniq = np.unique(times)
-        at = np.searchsorted(uniq, times)
-        gprev = np.where(at > 0, uniq[np.maximum(at - 1, 0)], K.NEG_INF).astype(np.int64)
+        gprev = previous_time(times)
         # partitions, ordered by group (nulls last) as cepvec.run orders its rows
         parts = Partitions(q, {c: prep.df.schema[c] for c in q.partition_by})
         pid = parts.ids(df) if len(df) else np.zeros(0, np.int64)
@@ -117,12 +128,12 @@ def long_frame(q: Query, prep: Prepared, match_id, pos, rows, occ) -> pl.DataFra
     """The long format of ``cepvec.matches``: one row per event of a match."""
     df = prep.df
     ev = df[rows] if len(rows) else df.head(0)
-    names = np.array([o.name for o in q.occs] or [""], dtype=object)
+    names = pl.Series("variable", [o.name for o in q.occs], dtype=pl.String)
     cols: dict[str, pl.Series] = {"match": pl.Series("match", match_id, dtype=pl.Int64)}
     for lab, g in zip(q.group_labels, q.group_by):
         cols[lab] = ev[g].rename(lab)
     cols["position"] = pl.Series("position", pos, dtype=pl.Int64)
-    cols["variable"] = pl.Series("variable", names[occ].tolist() if len(occ) else [], dtype=pl.String)
+    cols["variable"] = names.gather(occ)
     left = pl.DataFrame(cols)
     clash = [c for c in ev.columns if c in left.columns]
     if clash:

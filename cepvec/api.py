@@ -7,7 +7,7 @@ import polars as pl
 from cepvec.paths.reference.run import reference_progress
 from cepvec.registry import choose, count_matches_online, run_engine
 from cepvec.errors import CepvecPlanError, CepvecTypeError, UnsupportedByEngine
-from cepvec.paths.match import MATCH_ENGINES, MATCH_FORMATS, collect_matches, match_engine
+from cepvec.paths.match import MATCH_ENGINES, MATCH_FORMATS, collect_matches, match_batches, match_engine
 from cepvec.paths.match.run import wide_frame
 from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
 from cepvec.plan.compile import compile_query
@@ -183,14 +183,7 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     >>> matches("RETURN COUNT(*) PATTERN SEQ(A, B)", ev)["match"].to_list()
     [0, 0, 1, 1]
     """
-    q = _as_query(query)
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
-    if format not in MATCH_FORMATS:
-        raise CepvecPlanError(f"format must be 'long' or 'wide'; found {format!r}")
-    if engine not in MATCH_ENGINES:
-        raise UnsupportedByEngine(f"unknown engine {engine!r} for cepvec.matches; choose one of: "
-                                  f"{', '.join(MATCH_ENGINES)}")
+    q = _check_matches_args(query, limit, engine, format)
     if _is_spark(events):
         from cepvec.spark_adapter.matches import matches_spark  # noqa: PLC0415  (optional dependency)
 
@@ -200,6 +193,52 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
         return collect_matches(q, prep, limit=limit, format=format)
     out = _reference_matches(q, prep, limit)
     return out if format == "long" else wide_frame(q, out)
+
+
+def iter_matches(query, events, *, limit: int | None = None, time_unit: str | None = None, engine: str = "auto",
+                 format: str = "long", batch_rows: int = 1 << 16):  # noqa: A002
+    """The matches of :func:`matches` as an iterator of frames of whole matches (bounded memory).
+
+    Parameters
+    ----------
+    query, events, limit, time_unit, engine, format
+        As in :func:`matches` (``events``: a local frame).
+    batch_rows : int
+        Rows per frame (about; a frame never splits a match). The match
+        engine holds one frame at a time; the reference engine builds every
+        match first and yields one frame.
+
+    Returns
+    -------
+    iterator of polars.DataFrame
+        Together, exactly :func:`matches`' rows (match ids continue across frames).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ev = pl.DataFrame({"type": ["A", "B", "B"], "time": [1, 2, 3]})
+    >>> [f.height for f in iter_matches("RETURN COUNT(*) PATTERN SEQ(A, B)", ev, batch_rows=2)]
+    [2, 2]
+    """
+    q = _check_matches_args(query, limit, engine, format)
+    prep = prepare(q, events, time_unit=time_unit)
+    if match_engine(q, engine, prep.df.schema) == "match":
+        yield from match_batches(q, prep, limit=limit, format=format, batch_rows=batch_rows)
+        return
+    out = _reference_matches(q, prep, limit)
+    yield out if format == "long" else wide_frame(q, out)
+
+
+def _check_matches_args(query, limit, engine: str, format: str) -> Query:  # noqa: A002
+    q = _as_query(query)
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
+    if format not in MATCH_FORMATS:
+        raise CepvecPlanError(f"format must be 'long' or 'wide'; found {format!r}")
+    if engine not in MATCH_ENGINES:
+        raise UnsupportedByEngine(f"unknown engine {engine!r} for cepvec.matches; choose one of: "
+                                  f"{', '.join(MATCH_ENGINES)}")
+    return q
 
 
 def _reference_matches(q: Query, prep, limit: int | None) -> pl.DataFrame:
@@ -383,4 +422,4 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
                        spark_window_block=window_block)
 
 
-__all__ = ["compile", "run", "matches", "kernel", "partition", "spark_errors"]
+__all__ = ["compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors"]

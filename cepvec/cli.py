@@ -1,7 +1,8 @@
-"""Command-line interface: ``cepvec run``, ``cepvec explain`` and ``cepvec demo``.
+"""Command-line interface: ``cepvec run``, ``cepvec matches``, ``cepvec explain`` and ``cepvec demo``.
 
 ``cepvec run QUERY INPUT [-o OUTPUT]`` evaluates a query over a Parquet, CSV
-or Arrow IPC file; ``cepvec explain QUERY`` prints the compiled plan;
+or Arrow IPC file; ``cepvec matches QUERY INPUT [-o OUTPUT]`` lists the matches
+(written batch by batch); ``cepvec explain QUERY`` prints the compiled plan;
 ``cepvec demo`` runs the GRETA and A-Seq example queries on seeded synthetic
 streams (``cepvec.generators``).
 
@@ -24,7 +25,7 @@ import polars as pl
 
 from cepvec._version import __version__
 from cepvec import generators
-from cepvec.api import NUMERIC, compile, run  # noqa: A004  (cepvec.compile shadows the builtin on purpose)
+from cepvec.api import NUMERIC, compile, iter_matches, run  # noqa: A004  (cepvec.compile shadows the builtin on purpose)
 from cepvec.registry import ENGINES, choose
 from cepvec.errors import CepvecError
 from cepvec.runtime.prepare import TIME_UNITS
@@ -161,6 +162,50 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         write_table(result, args.output)
     return 0
+
+
+def cmd_matches(args: argparse.Namespace) -> int:
+    ext = _format_of(Path(args.output), "output") if args.output is not None else None
+    if ext == ".csv" and args.format == "wide":
+        raise CliError("CSV cannot hold the list columns of --format wide; write .parquet or .arrow, "
+                       "or use --format long")
+    text = read_query(args.query)
+    q = compile(text, type_col=args.type_col, time_col=args.time_col)
+    events = parse_time_strings(read_events(args.input), args.time_col, args.input)
+    frames = iter_matches(q, events, limit=args.limit, engine=args.engine, time_unit=args.time_unit,
+                          format=args.format)
+    if args.output is None:
+        frames = list(frames)
+        print(format_table(pl.concat(frames) if len(frames) > 1 else frames[0], max_rows=args.show))
+    else:
+        write_batches(frames, args.output)
+    return 0
+
+
+def write_batches(frames, path: str | Path) -> None:
+    """Write frames of one schema to a .parquet, .csv or .arrow/.ipc file as they come (bounded memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    ext = _format_of(path, "output")
+    writer = None
+    try:
+        with open(path, "wb") as f:
+            for df in frames:
+                if ext == ".csv":
+                    df.write_csv(f, include_header=writer is None)
+                    writer = True
+                    continue
+                table = df.to_arrow()
+                if writer is None:
+                    writer = (pq.ParquetWriter(f, table.schema) if ext == ".parquet"
+                              else pa.ipc.new_file(f, table.schema))
+                writer.write_table(table)
+            if writer not in (None, True):
+                writer.close()
+    except (pl.exceptions.PolarsError, pa.ArrowException, OSError) as exc:
+        raise CliError(f"cannot write output file '{path}': {exc}") from exc
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -339,6 +384,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="int64: exact, raises on overflow; float64: approximate "
                         "(default: %(default)s)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("matches", help="list the matches of a query over an event file",
+                       description="List the matches (composite events) of QUERY over the events in INPUT.")
+    p.add_argument("query", metavar="QUERY", help="query text, or a file holding it")
+    p.add_argument("input", metavar="INPUT", help="events: .parquet, .csv or .arrow/.ipc")
+    p.add_argument("-o", "--output", metavar="OUTPUT",
+                   help="write the matches here (.parquet, .csv or .arrow/.ipc) batch by batch "
+                        "instead of printing them")
+    p.add_argument("--engine", choices=("auto", "match", "reference"), default="auto",
+                   help="engine (default: %(default)s: the match engine when it runs the query)")
+    p.add_argument("--format", choices=("long", "wide"), default="long",
+                   help="long: one row per event of a match; wide: one row per match, lists "
+                        "(default: %(default)s)")
+    p.add_argument("--limit", type=_min_int(1), default=None, metavar="N",
+                   help="stop after N matches (default: all)")
+    p.add_argument("--show", type=_min_int(1), default=20, metavar="N",
+                   help="rows printed without -o (default: %(default)s)")
+    _add_columns(p)
+    p.add_argument("--time-unit", choices=TIME_UNITS, default=None,
+                   help="unit of an integer time column (default: s)")
+    p.set_defaults(func=cmd_matches)
 
     p = sub.add_parser("explain", help="print the compiled plan of a query",
                        description="Print how cepvec compiles QUERY and which engine runs it.")

@@ -50,7 +50,7 @@ def collect_matches(q: Query, prep: Prepared, *, limit: int | None = None, forma
                     ) -> pl.DataFrame:
     """Every match of ``q`` over ``prep`` (up to ``limit``) as one frame."""
     frames = list(match_batches(q, prep, limit=limit, format=format))
-    return pl.concat(frames, how="vertical") if frames else empty_frame(q, prep, format)
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
 
 
 __all__ = ["MATCH_ENGINES", "MATCH_FORMATS", "match_support", "match_engine", "match_batches", "collect_matches",

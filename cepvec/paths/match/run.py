@@ -150,11 +150,15 @@ def wide_frame(q: Query, long: pl.DataFrame) -> pl.DataFrame:
 
 def match_batches(q: Query, prep: Prepared, *, limit: int | None = None, format: str = "long",  # noqa: A002
                   batch_rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
-    """The matches of ``q`` over ``prep`` as frames (see the module docstring)."""
+    """The matches of ``q`` over ``prep`` as frames (see the module docstring); at least one frame."""
     graph = MatchGraph(q, prep)
+    empty = True
     for match_id, pos, rows, occ in graph.batches(limit, batch_rows):
         long = long_frame(q, prep, match_id, pos, rows, occ)
+        empty = False
         yield long if format == "long" else wide_frame(q, long)
+    if empty:  # one frame at least: it carries the schema
+        yield empty_frame(q, prep, format)
 
 
 def empty_frame(q: Query, prep: Prepared, format: str = "long") -> pl.DataFrame:  # noqa: A002

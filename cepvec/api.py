@@ -369,7 +369,8 @@ def spark_errors():
 
 def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time",
            time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", order: str = "group",
-           window_block: int | None = None):
+           window_block: int | None = None, output: str = "aggregates", format: str = "long",  # noqa: A002
+           limit: int | None = None):
     """A picklable function for ``df.mapInArrow(k, k.schema)``.
 
     Parameters
@@ -388,6 +389,16 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
         laid out by :func:`partition` carries its own layout.
     window_block : int, optional
         As given to :func:`partition` (SLIDE without GROUP-BY).
+    output : {"aggregates", "matches"}
+        ``"matches"``: the matches as :func:`matches` lists them, built by
+        the match engine (``engine`` ``"auto"`` or ``"match"``; ``schema`` is
+        required: every input column is in the output). Each call must hold
+        every event of the partitions it sees (GROUP-BY and equivalence
+        attributes; everything under strict contiguity), in any order;
+        :func:`matches` on a Spark DataFrame lays it out so. ``match`` ids
+        are unique across Spark tasks (``docs/matching.md``).
+    format, limit
+        For ``output="matches"``: as in :func:`matches` (``limit`` per call).
 
     Returns
     -------
@@ -417,6 +428,13 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     """
     from cepvec.arrow_kernel import make_kernel
 
+    if output == "matches":
+        from cepvec.match_kernel import make_match_kernel
+
+        return make_match_kernel(query, schema=schema, type_col=type_col, time_col=time_col, time_unit=time_unit,
+                                 engine=engine, format=format, limit=limit)
+    if output != "aggregates":
+        raise CepvecPlanError(f"output must be 'aggregates' or 'matches'; found {output!r}")
     return make_kernel(query, schema=schema, type_col=type_col, time_col=time_col,
                        time_unit=time_unit, numeric=numeric, engine=engine, order=order,
                        spark_window_block=window_block)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pyarrow as pa
 import pytest
 
 import cepvec
@@ -63,3 +64,48 @@ def test_cli_matches_prints_and_limits(tmp_path, capsys):
     assert main(["matches", Q, str(src), "--limit", "2"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("shape: (5, 9)")  # two matches of id 0 ending at b4: one of 2 events, one of 3
+
+
+def _as_set(m: pl.DataFrame) -> set:
+    rest = [c for c in m.columns if c not in ("match", "position")]
+    return {tuple(g.select(rest).rows()) for _, g in m.sort("match", "position").group_by("match",
+                                                                                          maintain_order=True)}
+
+
+@pytest.mark.parametrize("cuts", [[], [1], [2, 3, 7], list(range(1, 8))])
+def test_match_kernel_on_arrow_batches_any_cuts(cuts):
+    ev = events().sample(fraction=1.0, shuffle=True, seed=len(cuts))  # any order within the call
+    table = ev.to_arrow()
+    bounds = [0, *cuts, ev.height]
+    batches = [b for a, z in zip(bounds, bounds[1:]) for b in table.slice(a, z - a).to_batches()]
+    k = cepvec.kernel(Q, table.schema, output="matches")
+    got = pl.from_arrow(pa.Table.from_batches(list(k(iter(batches))), schema=k.arrow_schema))
+    want = cepvec.matches(Q, events(), limit=None)
+    assert got.columns == want.columns
+    assert got.equals(want.cast(got.schema))
+
+
+def test_match_kernel_refusals():
+    schema = events().to_arrow().schema
+    with pytest.raises(cepvec.CepvecPlanError, match="output='matches' needs the input schema"):
+        cepvec.kernel(Q, output="matches")
+    with pytest.raises(cepvec.UnsupportedByEngine, match="a SLIDE window"):
+        cepvec.kernel("RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 4 SLIDE 2", schema, output="matches")
+    with pytest.raises(cepvec.CepvecPlanError, match="output must be 'aggregates' or 'matches'; found 'rows'"):
+        cepvec.kernel(Q, schema, output="rows")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("strategy", ["skip_till_any_match", "strict_contiguity"])
+def test_matches_on_spark_equal_local(spark, strategy):
+    from tests.test_match_engine import with_strategy
+
+    text = with_strategy(Q, strategy)
+    ev = events()
+    sdf = spark.createDataFrame(ev.to_pandas())
+    got = pl.from_pandas(cepvec.matches(text, sdf, limit=None).toPandas())
+    want = cepvec.matches(text, ev, limit=None)
+    assert got.columns == want.columns
+    assert _as_set(got.cast(want.schema)) == _as_set(want)
+    wide = pl.from_pandas(cepvec.matches(text, sdf, limit=None, format="wide").toPandas())
+    assert wide.height == want["match"].n_unique()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from cepvec.arrow_kernel import partition_plan
 from cepvec.lang.render import render_plan_expr
+from cepvec.paths.match import match_support
+from cepvec.paths.match.plan import describe as describe_automaton
 from cepvec.paths.scan.plan import describe_transition
 from cepvec.paths.trend.plan import transition_paths
 from cepvec.registry import choose
@@ -106,4 +108,9 @@ def explain(q) -> str:
                     lines.append(f"    [{t.src}] {occ[t.src].name} -> [{t.dst}] {occ[t.dst].name}: {how}")
         elif name == "greta":
             lines.append("greta linear-map path: per-state totals, no per-event predecessors")
+    why = match_support(q)
+    lines.append("cepvec.matches (auto): " + ("match engine" if why is None else f"reference engine ({why})"))
+    if why is None:
+        lines.append("match engine automaton (SASE+ NFA^b over the template; docs/matching.md):")
+        lines += [f"  {line}" for line in describe_automaton(q)]
     return "\n".join(lines)

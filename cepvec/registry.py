@@ -18,6 +18,7 @@ import polars as pl
 from cepvec.errors import UnsupportedByEngine
 from cepvec.paths.base import Path, Run, feed
 from cepvec.paths.linear import LinearPath
+from cepvec.paths.match.aggregate import MatchAggPath
 from cepvec.paths.linear.plan import unsupported_reason as linear_reason
 from cepvec.paths.qualified import Qualified, unqualified_query
 from cepvec.paths.reference.run import ReferencePath
@@ -38,6 +39,8 @@ WHY = {
               "event independent of the window",
     "trend": "GRETA per-event trend aggregates, predecessors found per transition by a Fenwick tree over ranked "
              "keys or a running sum (Numba), O(log n) per event and open window",
+    "match": "the match engine builds the matches in batches (SASE+ match graph, Numba) and Polars "
+             "aggregates each batch: linear in the matches (cepvec/paths/match/aggregate.py)",
     "scan": "GRETA predecessor scan: per-event trend aggregates, each event scans its predecessors and evaluates "
             "the edge predicates (Numba), O(n) per event, O(n^2) per partition",
 }
@@ -97,6 +100,9 @@ def choose(q: Query, engine: str = "auto", schema: dict | None = None) -> Choice
         return Choice("reference", REFERENCE, "engine='reference' was asked for: every match is built")
     path, why = numba_path(q, schema)
     if engine == "auto":
+        if path is None and MATCH_AGG.supports(q, schema) is None:
+            return Choice("match", MATCH_AGG,
+                          f"the online engines do not support {why}; {WHY['match']}")
         if path is None:
             return Choice("reference", REFERENCE,
                           f"the Numba engines do not support {why}; the match-constructing reference engine "
@@ -145,10 +151,12 @@ def count_matches_online(q: Query, prep: Prepared) -> int | None:
     Numba path runs ``q`` on this input (the reference path's warning before it explodes)."""
     count = dataclasses.replace(q, aggs=(AggSpec("COUNT", (), None, "COUNT(*)"),))
     choice = choose(count, "auto", prep.df.schema)
-    if choice.engine == "reference":
+    if choice.engine in ("reference", "match"):  # "match" would enumerate the matches to count them
         return None
     out = run_engine(count, prep, choice, numeric="float64")
     return int(out["COUNT(*)"].sum() or 0)
 
 
 REFERENCE = ReferencePath(count_matches=count_matches_online)
+#: aggregates over the match engine's matches: engine="auto" for strategies the online paths refuse
+MATCH_AGG = MatchAggPath()

@@ -20,8 +20,10 @@ from hypothesis import strategies as st
 
 import cepvec
 from cepvec.paths.match import match_batches, match_support
+from cepvec.registry import choose
 from cepvec.runtime.prepare import prepare
 from tests.strategies import examples, make_frame, queries, streams, sweep_size, tiny_streams
+from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 
@@ -135,3 +137,27 @@ def test_bad_engine_and_format():
         cepvec.matches("RETURN COUNT(*) PATTERN A", df, engine="greta")
     with pytest.raises(cepvec.CepvecPlanError, match="format must be 'long' or 'wide'; found 'tall'"):
         cepvec.matches("RETURN COUNT(*) PATTERN A", df, format="tall")
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_case(), st.sampled_from(["int64", "float64"]))
+def test_aggregates_over_matches_agree_with_reference(case, numeric):
+    # engine="auto" aggregates over the match engine's matches where no online path runs the query
+    text, df = case
+    q = cepvec.compile(text)
+    if choose(q, "auto", df.schema).engine != "match":
+        return
+    got = cepvec.run(q, df, numeric=numeric).to_dicts()
+    want = cepvec.run(q, df, engine="reference", numeric=numeric).to_dicts()
+    assert rows_differ(got, want) is None, f"{text}\n{df}\n{got}\n{want}"
+
+
+def test_aggregates_over_matches_overflow():
+    # SUM over matches leaves int64: the same error as the other engines, float64 gives the value
+    big = 2**62
+    df = make_frame([("A", 1, 0, big, 0.5), ("A", 2, 0, big, 0.5), ("B", 3, 0, 1, 0.5)])
+    text = "RETURN SUM(A.x) PATTERN SEQ(A+, B) WHERE skip_till_next_match() { }"
+    assert choose(cepvec.compile(text), "auto").engine == "match"
+    with pytest.raises(cepvec.CepvecOverflowError, match="overflows in SUM"):
+        cepvec.run(text, df)
+    assert cepvec.run(text, df, numeric="float64")["SUM(A.x)"].to_list() == [float(3 * big)]

@@ -75,7 +75,7 @@ def _ls_before(neg_t, neg_pm, g, lo, hi, T):
 
 
 @jit
-def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_start, occ_end, n_pat,
+def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, start_ok, occ_pat, occ_start, occ_end, n_pat,
                       in_ptr, in_tr, tr_src, tr_gptr, tr_guards, plo, phi, prog_op, prog_arg, constI, constF,
                       colI, nI, colF, nF, max_depth, ls, eptr, edges, nxt, neg_t, neg_pm, neg_seg):
     """Phase 1 (see the module docstring). Fills ``ls``, ``eptr``, ``nxt``, ``neg_*``; returns the edges.
@@ -83,7 +83,8 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
     ``edges`` is grown (doubled) when full; the returned array holds ``eptr[-1]`` edges. Events are
     sorted by (partition, time); ``seg_ptr`` bounds the partitions. ``occ_pat[o]`` is the negation
     of occurrence ``o`` or ``n_pat - 1`` (main pattern); ``occ_start``/``occ_end`` mark the start and
-    end occurrences of their own template.
+    end occurrences of their own template; ``start_ok[e, o]``: ``e`` may start a match as ``o``
+    (SASE+ ``v[1]`` predicates of a Kleene ``v`` at the start of the pattern).
     """
     n = t.shape[0]
     n_occ = cand.shape[1]
@@ -131,7 +132,7 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
                 node = i * n_occ + o
                 best = NEG_INF
                 if cand[i, o]:
-                    if occ_start[o]:
+                    if occ_start[o] and start_ok[i, o]:
                         best = ti
                     for kk in range(in_ptr[o], in_ptr[o + 1]):
                         k = in_tr[kk]
@@ -223,12 +224,13 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, occ_pat, occ_s
 
 
 @jit
-def emit_matches(mode, w, ends, end_seg, t, n_occ, main_start, ls, eptr, edges, start_neg, end_neg,
+def emit_matches(mode, w, ends, end_seg, t, n_occ, node_start, ls, eptr, edges, start_neg, end_neg,
                  neg_t, neg_pm, neg_seg, limit, state, st_node, st_cur, out_match, out_pos, out_node):
     """Phase 2: write matches (one row per event, first event first) until the buffers are full.
 
     ``state`` = (index into ``ends``, stack depth, top node not yet tested as a start, matches
-    written so far); it is updated in place so the next call continues. Returns the rows
+    written so far); it is updated in place so the next call continues. ``node_start[node]``: the
+    node may start a match of the main pattern (its start occurrence, ``v[1]`` predicates true). Returns the rows
     written; 0 with ``state[0] == len(ends)`` (or ``limit`` reached) means done. The buffers must
     hold the longest match (``st_node`` has room for any path).
     """
@@ -258,7 +260,7 @@ def emit_matches(mode, w, ends, end_seg, t, n_occ, main_start, ls, eptr, edges, 
         lower = ty - w if mode == MODE_WITHIN else NEG_INF
         node = st_node[depth - 1]
         if fresh == 1:
-            if main_start[node % n_occ]:
+            if node_start[node]:
                 first = t[node // n_occ]
                 s = end_seg[e_idx]
                 ok = True

@@ -76,6 +76,8 @@ class Compiler(Normalizer, PredicateClassifier, EqualityRewriter, OutputResolver
             text=self.text, ast=t, occs=tuple(self.occs), root=root, template=template,
             negations=tuple(negations), local=local, edges=edges, equivalences=tuple(equivs),
             group_by=group_by, group_labels=group_labels, aggs=aggs, window=window,
+            start_local={k: tuple(v) for k, v in self.start_local.items()},
+            end_local={k: tuple(v) for k, v in self.end_local.items()}, position_texts=tuple(self.position_texts),
             strategy=t.strategy or "skip-till-any-match",
             type_col=self.type_col, time_col=self.time_col)
 

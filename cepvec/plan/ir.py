@@ -166,6 +166,12 @@ class Query:
     window: Window = Window("none")
     strategy: str = "skip-till-any-match"
     type_col: str = "type"
+    # SASE+ v[1] / v[v.LEN] alone (Kleene v at the start / end of the pattern): predicates on the first
+    # / last event of a match when it is bound to that occurrence (occ id -> tuple[Expr], var None);
+    # inside the pattern they are edge predicates on the transitions entering / leaving v's run
+    start_local: dict = field(default_factory=dict, repr=False)
+    end_local: dict = field(default_factory=dict, repr=False)
+    position_texts: tuple[str, ...] = ()  # the WHERE text of those predicates (explain, refusals)
     time_col: str = "time"
 
     # ---------------------------------------------------------------- derived

@@ -42,6 +42,10 @@ class PredicateClassifier:
 
         conjuncts = list(self.tree.where)
         self.rewrite_local: dict[int, list] = {}
+        self.start_local: dict[int, list] = {}
+        self.end_local: dict[int, list] = {}
+        self.position_texts: list[str] = []
+        self._template = template
         # equality chains that constrain every transition become equivalence tests
         conjuncts = self.rewrite_equalities(conjuncts, names, all_trans, template, equivs)
 
@@ -94,6 +98,11 @@ class PredicateClassifier:
             for o in targets:
                 local[o].append(expr)
             return
+        kinds = {k for _, k in idx}
+        if not next_vars and not plain_vars and len(idx) == 1 and kinds in ({"first"}, {"last"}):
+            self.classify_position(c, text, next(iter(idx))[0], kinds == {"first"}, names, local, edges,
+                                   all_trans)
+            return
         # edge predicate: work out (prev-name, next-name) role of each ref
         pairs = self.edge_roles(c, refs, plain_vars, next_vars, idx, idx_i, text)
         found = False
@@ -105,6 +114,37 @@ class PredicateClassifier:
                     found = True
         if not found:
             raise self.not_adjacent_error(c, text, pairs, names, {k for _, k in idx})
+
+    def classify_position(self, c, text, v, first: bool, names, local, edges, all_trans) -> None:
+        """SASE+ ``v[1].a op k`` / ``v[v.LEN].a op k`` alone: the first / last event of v's Kleene run.
+
+        The run of a Kleene v starts on every transition into v from another state (an edge
+        predicate on its next event) or at the start of a match (``start_local``), and ends on
+        every transition from v to another state (on its previous event) or at the end of a match
+        (``end_local``). Without Kleene, v[1] and v[v.LEN] are v: a local predicate.
+        """
+        occs = names[v]
+        if any(self.occs[o].negated for o in occs):
+            raise self.err(NotSupportedError,
+                           f"not supported: predicate {text} constrains an element of negated variable '{v}'",
+                           c.span)
+        plain = map_refs(c, lambda r: A.Ref(None, r.attr, span=r.span))
+        kleene = [o for o in occs if any(t.src == o and t.dst == o for t in all_trans)]
+        for o in occs:
+            if o not in kleene:
+                local[o].append(plain)
+        if not kleene:
+            return
+        role = "$next" if first else "$prev"
+        expr = map_refs(c, lambda r: A.Ref(role, r.attr, span=r.span))
+        for t in all_trans:
+            if t.src != t.dst and (t.dst if first else t.src) in kleene:
+                edges.setdefault((t.src, t.dst), []).append(EdgePred(expr, text))
+        for o in kleene:
+            if o == (self._template.start if first else self._template.end):
+                (self.start_local if first else self.end_local).setdefault(o, []).append(plain)
+                if text not in self.position_texts:
+                    self.position_texts.append(text)
 
     def not_adjacent_error(self, c, text, pairs, names, kinds=frozenset()) -> CepvecQueryError:
         vs = sorted({p for p, _, _ in pairs} | {n for _, n, _ in pairs})

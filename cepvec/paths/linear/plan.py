@@ -72,6 +72,8 @@ def unsupported_reason(q: Query, schema: dict | None = None) -> str | None:
     input's column types when known (MIN/MAX need an orderable attribute)."""
     if q.strategy != "skip-till-any-match":
         return f"event selection strategy {q.strategy} (only skip-till-any-match)"
+    if q.position_texts:
+        return f"a predicate on the first or last event of the match ({', '.join(q.position_texts)})"
     if q.edges:
         preds = sorted({p.text for ps in q.edges.values() for p in ps})
         return f"edge predicates ({'; '.join(preds)})"

@@ -45,7 +45,8 @@ def build(q: Query) -> ScanPlan:
     reason = unsupported_reason(q)
     if reason is not None:
         raise ValueError(reason)
-    return build_scan(dataclasses.replace(q, strategy="skip-till-any-match", aggs=()))
+    return build_scan(dataclasses.replace(q, strategy="skip-till-any-match", aggs=(), start_local={}, end_local={},
+                                          position_texts=()))
 
 
 def describe(q: Query) -> list[str]:

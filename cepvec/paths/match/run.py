@@ -52,6 +52,11 @@ class MatchGraph:
         tcol = pl.col(q.type_col).cast(pl.String)
         cand = df.select([(tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))).alias(str(o.id))
                           for o in q.occs]).to_numpy().astype(np.bool_)
+        # SASE+ v[1] / v[v.LEN] alone: who may start / end a match
+        start_ok, end_ok = (
+            df.with_columns([predicate_mask(preds.get(o.id, ())).alias(f"__ok{o.id}") for o in q.occs])
+            .select([f"__ok{o.id}" for o in q.occs]).to_numpy().astype(np.bool_).reshape(len(df), n_occ)
+            for preds in (q.start_local, q.end_local))
         times = prep.times.to_numpy().astype(np.int64)
         # strict contiguity: the previous time stamp of the whole input
         gprev = previous_time(times)
@@ -70,6 +75,8 @@ class MatchGraph:
         self.seg_ptr = seg_ptr
         self.t = np.ascontiguousarray(times[order])
         cand = np.ascontiguousarray(cand[order].reshape(len(order), n_occ))
+        start_ok = np.ascontiguousarray(start_ok[order])
+        end_ok = end_ok[order]
         colI, nI, colF, nF, constI, constF = programs.encode(df[order])
         prog_op, prog_arg, plo, phi = programs.arrays()
         A = plan.arrays
@@ -85,19 +92,20 @@ class MatchGraph:
         self.mode = MODES[q.window.kind]
         self.w = np.int64(prep.w or 0)
         self.edges = K.build_match_graph(
-            STRATEGIES[q.strategy], self.mode, self.w, seg_ptr, self.t, np.ascontiguousarray(gprev[order]), cand,
+            STRATEGIES[q.strategy], self.mode, self.w, seg_ptr, self.t, np.ascontiguousarray(gprev[order]), cand, start_ok,
             A["occ_pat"], A["occ_start"], A["occ_end"], np.int64(G + 1), A["in_ptr"], A["in_tr"], A["tr_src"],
             A["tr_gptr"], A["tr_guards"], plo, phi, prog_op, prog_arg, constI, constF, colI, nI, colF, nF,
             np.int64(programs.max_depth), self.ls, self.eptr, np.zeros(max(n, 16), np.int64), nxt,
             self.neg_t, self.neg_pm, self.neg_seg)
         end = q.template.end
         ends = np.arange(n, dtype=np.int64) * n_occ + end
-        keep = cand[:, end] & (self.ls[ends] != K.NEG_INF) if n else np.zeros(0, np.bool_)
+        keep = cand[:, end] & end_ok[:, end] & (self.ls[ends] != K.NEG_INF) if n else np.zeros(0, np.bool_)
         self.ends = np.ascontiguousarray(ends[keep])
         self.end_seg = np.ascontiguousarray(
             (np.searchsorted(seg_ptr, np.nonzero(keep)[0], side="right") - 1).astype(np.int64))
-        self.main_start = np.zeros(n_occ, np.bool_)
-        self.main_start[q.template.start] = True
+        self.node_start = np.zeros((n, n_occ), np.bool_)
+        self.node_start[:, q.template.start] = start_ok[:, q.template.start]
+        self.node_start = self.node_start.reshape(-1)
         start_neg, end_neg = int(A["start_neg"]), int(A["end_neg"])
         self.negs = (np.int64(start_neg), np.int64(end_neg))
 
@@ -114,7 +122,7 @@ class MatchGraph:
             out_pos = np.empty(cap, np.int64)
             out_node = np.empty(cap, np.int64)
             rows = K.emit_matches(self.mode, self.w, self.ends, self.end_seg, self.t, np.int64(self.n_occ),
-                                  self.main_start, self.ls, self.eptr, self.edges, self.negs[0], self.negs[1],
+                                  self.node_start, self.ls, self.eptr, self.edges, self.negs[0], self.negs[1],
                                   self.neg_t, self.neg_pm, self.neg_seg, lim, state, st_node, st_cur,
                                   out_match, out_pos, out_node)
             if rows:

@@ -309,6 +309,8 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
         sn = part.neg_spans(start_neg) if start_neg is not None else []
         en = part.neg_spans(end_neg) if end_neg is not None else []
         for m in ms:
+            if not _ends_ok(q, part, m):
+                continue
             mrows = [part.rows[i] for i, _ in m.binding]
             placed = False
             if kind == "none":
@@ -347,6 +349,14 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
                 if match_limit is not None and total >= match_limit:
                     return result
     return result
+
+
+def _ends_ok(q: Query, part: _Partition, m: Match) -> bool:
+    """SASE+ v[1] / v[v.LEN] alone: the first / last event of the match, when bound to v, satisfies them."""
+    for (i, o), preds in ((m.binding[0], q.start_local), (m.binding[-1], q.end_local)):
+        if any(evaluate(p, part.rows[i]) is not True for p in preds.get(o, ())):
+            return False
+    return True
 
 
 def aggregate(q: Query, result: ReferenceResult, *, numeric: str = "int64",

@@ -41,6 +41,8 @@ def unsupported_reason(q: Query) -> str | None:
     """Why the predecessor-scan path cannot run ``q`` (None when it can)."""
     if q.strategy != "skip-till-any-match":
         return f"event selection strategy {q.strategy} (only skip-till-any-match)"
+    if q.position_texts:
+        return f"a predicate on the first or last event of the match ({', '.join(q.position_texts)})"
     if q.qualified_equivalences:
         return "equivalence on the attribute of one variable only (" + ", ".join(
             e.text for e in q.qualified_equivalences) + ")"

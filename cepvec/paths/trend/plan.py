@@ -120,6 +120,8 @@ def unsupported_reason(q: Query) -> str | None:
     """Why the trend path cannot run ``q`` (None when it can)."""
     if q.strategy != "skip-till-any-match":
         return f"event selection strategy {q.strategy} (only skip-till-any-match)"
+    if q.position_texts:
+        return f"a predicate on the first or last event of the match ({', '.join(q.position_texts)})"
     if q.window.kind == "within":
         return ("WITHIN without SLIDE together with edge predicates: a trend counts only when last - first < w, "
                 "so an event's contribution depends on the time of each trend's first event and per-start state "

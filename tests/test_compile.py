@@ -146,10 +146,10 @@ SEMANTIC_ERRORS = [
      "+ - * / % only", (1, 33), "f(A.x)"),
     ("RETURN COUNT(*) PATTERN A+ a WHERE a[2].x > 1", NotSupportedError,
      "not supported: array subscript a[2] in a[2].x", (1, 36), "a[2].x"),
-    ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b) WHERE b[1].x > 5", NotSupportedError,
-     "not supported: predicate b[1].x > 5 constrains a specific element of a Kleene array variable; cepvec "
-     "supports only v[i] vs v[i-1], v[1] vs the variable before the Kleene, and v[v.LEN] vs the variable "
-     "after it", (1, 46), "b[1].x > 5"),
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b) WHERE b[1].x > b[b.LEN].x", NotSupportedError,
+     "not supported: predicate b[1].x > b[b.LEN].x constrains a specific element of a Kleene array variable; "
+     "cepvec supports only v[i] vs v[i-1], v[1] alone or vs the variable before the Kleene, and v[v.LEN] "
+     "alone or vs the variable after it", (1, 46), "b[1].x > b[b.LEN].x"),
     ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b) WHERE b[i].x > b[i-1].x + a.x", NotSupportedError,
      "not supported: predicate b[i].x > b[i-1].x + a.x mixes b[i-1] with another variable", (1, 46),
      "b[i].x > b[i-1].x + a.x"),

@@ -222,8 +222,8 @@ class PredicateClassifier:
                 return [(a, b, lambda r, a=a: "$prev" if r.var == a else "$next")]
             raise self.err(NotSupportedError,
                            f"not supported: predicate {text} constrains a specific element of a Kleene "
-                           "array variable; cepvec supports only v[i] vs v[i-1], v[1] vs the variable "
-                           "before the Kleene, and v[v.LEN] vs the variable after it", c.span)
+                           "array variable; cepvec supports only v[i] vs v[i-1], v[1] alone or vs the "
+                           "variable before the Kleene, and v[v.LEN] alone or vs the variable after it", c.span)
         if len(plain_vars) != 2:
             vs = sorted(plain_vars)
             raise self.err(CepvecQueryError,

@@ -127,10 +127,10 @@ class SeqABCDuckDBJoin(SeqABCMatches):
             raise AssertionError(f"the self-join finds {n} matches, cepvec {self.matches}")
 
     def time_duckdb_join(self, window, data):
-        self.con.execute(self.sql).fetch_arrow_table()
+        self.con.sql(self.sql).to_arrow_table()
 
     def peakmem_duckdb_join(self, window, data):
-        self.con.execute(self.sql).fetch_arrow_table()
+        self.con.sql(self.sql).to_arrow_table()
 
 
 class StockMatches:

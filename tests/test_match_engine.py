@@ -196,3 +196,26 @@ def test_first_element_by_hand():
     # continues the run is t2 (7 > 5), which ends t1's other options (b5 comes later); after t2 it is
     # t4 (10 > 7; t3's 6 is not rising), after t4 the B at t5
     assert runs == [(1, 2, 4, 5), (4, 5)]
+
+
+def test_docs_worked_example():
+    # docs/matching.md, "Worked example": the four strategies over the same eight stock events
+    ev = pl.DataFrame({"type": ["Stock"] * 8, "time": list(range(1, 9)), "symbol": list("XXYXXYXX"),
+                       "price": [10, 12, 50, 11, 13, 40, 15, 9],
+                       "volume": [900, 800, 700, 900, 600, 120, 700, 100]})
+    want = {
+        "strict_contiguity": set(),
+        "partition_contiguity": {"e4 e5 e7 e8"},
+        "skip_till_next_match": {"e4 e5 e7 e8", "e1 e2 e5 e7 e8"},
+        # every rising subsequence of e1 e2 e4 e5 e7 (prices 10 12 11 13 15) from e1 or e4, then e8
+        "skip_till_any_match": {" ".join(f"e{t}" for t in run) + " e8" for run in [
+            (1,), (1, 2), (1, 4), (1, 5), (1, 7), (1, 2, 5), (1, 2, 7), (1, 4, 5), (1, 4, 7), (1, 5, 7),
+            (1, 2, 5, 7), (1, 4, 5, 7), (4,), (4, 5), (4, 7), (4, 5, 7)]},
+    }
+    for strategy, runs in want.items():
+        text = (f"RETURN COUNT(*) PATTERN SEQ(Stock+ a[], Stock b) WHERE {strategy}(a[], b) {{ [symbol] AND "
+                "a[1].volume > 800 AND a[i].price > a[i-1].price AND b.volume < 150 }")
+        for engine in ("match", "reference"):
+            m = cepvec.matches(text, ev, limit=None, engine=engine)
+            got = [" ".join(f"e{t}" for t in g["time"]) for _, g in m.group_by("match", maintain_order=True)]
+            assert len(got) == len(runs) and set(got) == runs, (strategy, engine, got)

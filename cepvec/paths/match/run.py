@@ -56,7 +56,7 @@ class MatchGraph:
         start_ok, end_ok = (
             df.with_columns([predicate_mask(preds.get(o.id, ())).alias(f"__ok{o.id}") for o in q.occs])
             .select([f"__ok{o.id}" for o in q.occs]).to_numpy().astype(np.bool_).reshape(len(df), n_occ)
-            for preds in (q.start_local, q.end_local))
+            if preds else np.ones((len(df), n_occ), np.bool_) for preds in (q.start_local, q.end_local))
         times = prep.times.to_numpy().astype(np.int64)
         # strict contiguity: the previous time stamp of the whole input
         gprev = previous_time(times)
@@ -77,7 +77,9 @@ class MatchGraph:
         cand = np.ascontiguousarray(cand[order].reshape(len(order), n_occ))
         start_ok = np.ascontiguousarray(start_ok[order])
         end_ok = end_ok[order]
-        colI, nI, colF, nF, constI, constF = programs.encode(df[order])
+        # only the columns the edge predicates read are gathered into partition order
+        used = list(dict.fromkeys([a for a, _ in programs.icols] + programs.fcols))
+        colI, nI, colF, nF, constI, constF = programs.encode(df.select(used)[order] if used else df.select(used))
         prog_op, prog_arg, plo, phi = programs.arrays()
         A = plan.arrays
         n = len(order)
@@ -86,8 +88,8 @@ class MatchGraph:
         self.ls = np.empty(n * n_occ, np.int64)
         self.eptr = np.zeros(n * n_occ + 1, np.int64)
         nxt = np.full(n * n_occ, K.UNSET, np.int64)
-        self.neg_t = np.zeros((max(G, 1), max(n, 1)), np.int64)
-        self.neg_pm = np.zeros((max(G, 1), max(n, 1)), np.int64)
+        self.neg_t = np.zeros((max(G, 1), max(n, 1) if G else 1), np.int64)
+        self.neg_pm = np.zeros((max(G, 1), max(n, 1) if G else 1), np.int64)
         self.neg_seg = np.zeros((max(G, 1), len(seg_ptr)), np.int64)
         self.mode = MODES[q.window.kind]
         self.w = np.int64(prep.w or 0)

@@ -360,6 +360,14 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
                    help="occurrence-time column (default: %(default)s)")
 
 
+def _add_query_input_output(p: argparse.ArgumentParser, what: str, how: str) -> None:
+    p.add_argument("query", metavar="QUERY", help="query text, or a file holding it")
+    p.add_argument("input", metavar="INPUT", help="events: .parquet, .csv or .arrow/.ipc")
+    p.add_argument("-o", "--output", metavar="OUTPUT",
+                   help=f"write {what} here (.parquet, .csv or .arrow/.ipc){how} instead of printing "
+                        f"{'it' if what == 'the result' else 'them'}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cepvec",
@@ -370,11 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="evaluate a query over an event file",
                        description="Evaluate QUERY over the events in INPUT.")
-    p.add_argument("query", metavar="QUERY", help="query text, or a file holding it")
-    p.add_argument("input", metavar="INPUT", help="events: .parquet, .csv or .arrow/.ipc")
-    p.add_argument("-o", "--output", metavar="OUTPUT",
-                   help="write the result here (.parquet, .csv or .arrow/.ipc) "
-                        "instead of printing it")
+    _add_query_input_output(p, "the result", "")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="engine (default: %(default)s, the fastest that supports the query)")
     _add_columns(p)
@@ -387,11 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("matches", help="list the matches of a query over an event file",
                        description="List the matches (composite events) of QUERY over the events in INPUT.")
-    p.add_argument("query", metavar="QUERY", help="query text, or a file holding it")
-    p.add_argument("input", metavar="INPUT", help="events: .parquet, .csv or .arrow/.ipc")
-    p.add_argument("-o", "--output", metavar="OUTPUT",
-                   help="write the matches here (.parquet, .csv or .arrow/.ipc) batch by batch "
-                        "instead of printing them")
+    _add_query_input_output(p, "the matches", " batch by batch")
     p.add_argument("--engine", choices=("auto", "match", "reference"), default="auto",
                    help="engine (default: %(default)s: the match engine when it runs the query)")
     p.add_argument("--format", choices=("long", "wide"), default="long",

@@ -18,6 +18,7 @@ import polars as pl
 
 from cepvec.paths.base import Path
 from cepvec.paths.match.run import MatchGraph
+from cepvec.paths.reference.run import ReferenceRun
 from cepvec.plan.ir import Query
 from cepvec.runtime.output import build_output, overflow_error
 from cepvec.runtime.prepare import Prepared
@@ -95,24 +96,12 @@ def _combine(q: Query, attrs) -> list[pl.Expr]:
     return out
 
 
-class MatchAggRun:
-    """Keeps the pushed batches; at ``finish`` builds the matches and aggregates them."""
+class MatchAggRun(ReferenceRun):
+    """Keeps the pushed batches (as the reference run does); at ``finish`` builds the matches and
+    aggregates them."""
 
-    def __init__(self, q: Query, numeric: str):
-        self.q, self.numeric = q, numeric
-        self.frames: list[pl.DataFrame] = []
-        self.times: list[np.ndarray] = []
-
-    def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
-        if len(df):
-            self.frames.append(df)
-            self.times.append(np.asarray(times, np.int64))
-
-    def finish(self, prep: Prepared) -> pl.DataFrame:
-        df = pl.concat(self.frames, how="vertical_relaxed") if self.frames else prep.df.head(0)
-        times = pl.Series("__t", np.concatenate(self.times) if self.times else np.zeros(0, np.int64))
-        return aggregate_matches(self.q, Prepared(df, times, prep.unit, prep.time_dtype, prep.w, prep.s),
-                                 self.numeric)
+    def evaluate(self, whole: Prepared) -> pl.DataFrame:
+        return aggregate_matches(self.q, whole, self.numeric)
 
 
 class MatchAggPath(Path):

@@ -114,9 +114,9 @@ class MatchGraph:
     def batches(self, limit: int | None, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[np.ndarray, ...]]:
         """``(match id, position, row of prep.df, occurrence)`` arrays, whole matches per batch."""
         n = len(self.t)
-        cap = max(batch_rows, n + 1)  # a match never has more events than the input
+        cap = max(1, batch_rows)
         state = np.zeros(4, np.int64)
-        st_node = np.zeros(n + 1, np.int64)
+        st_node = np.zeros(n + 1, np.int64)  # a path never has more nodes than the input has events
         st_cur = np.zeros(n + 1, np.int64)
         lim = np.int64(-1 if limit is None else limit)
         while True:
@@ -130,8 +130,10 @@ class MatchGraph:
             if rows:
                 node = out_node[:rows]
                 yield out_match[:rows], out_pos[:rows], self.order[node // self.n_occ], node % self.n_occ
-            if not rows:
+                continue
+            if state[0] >= len(self.ends) or (limit is not None and state[3] >= limit):
                 return
+            cap *= 2  # the next match is longer than the buffer: a frame never splits a match
 
 
 def long_frame(q: Query, prep: Prepared, match_id, pos, rows, occ) -> pl.DataFrame:

@@ -110,7 +110,10 @@ class ReferenceRun:
     def finish(self, prep: Prepared) -> pl.DataFrame:
         df = pl.concat(self.frames, how="vertical_relaxed") if self.frames else prep.df.head(0)
         times = pl.Series("__t", np.concatenate(self.times) if self.times else np.zeros(0, np.int64))
-        whole = Prepared(df, times, prep.unit, prep.time_dtype, prep.w, prep.s)
+        return self.evaluate(Prepared(df, times, prep.unit, prep.time_dtype, prep.w, prep.s))
+
+    def evaluate(self, whole: Prepared) -> pl.DataFrame:
+        """The result over the whole input (the match path's run reuses the buffering above)."""
         return run_reference(self.q, whole, numeric=self.numeric, count_matches=self.count_matches)
 
 

@@ -102,8 +102,12 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, start_ok, occ_
     # skip till next match: per occurrence, the events of the partition still waiting for their next
     # event (nxt unset), newest last; compacted when the time stamp advances. Scanning them instead of
     # the whole window makes the cost per event the number of open runs, not the window length.
+    # (only occurrences with a successor wait for one: an end state would stay open forever)
     open_ev = np.empty((n_occ, widest if strategy == STRAT_NEXT else 1), np.int64)
     open_cnt = np.zeros(n_occ, np.int64)
+    has_next = np.zeros(n_occ, np.bool_)
+    for k in range(tr_src.shape[0]):
+        has_next[tr_src[k]] = True
     ne = 0
     eptr[0] = 0
     for s in range(n_seg):
@@ -206,7 +210,7 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, start_ok, occ_
                                 best = lx
                 ls[node] = best
                 eptr[node + 1] = ne
-                if strategy == STRAT_NEXT and cand[i, o]:
+                if strategy == STRAT_NEXT and cand[i, o] and has_next[o]:
                     open_ev[o, open_cnt[o]] = i
                     open_cnt[o] += 1
                 g = occ_pat[o]

@@ -24,7 +24,8 @@ from cepvec.plan.ir import Query
 
 
 def kernel_family(q: Query, engine: str = "auto", schema: dict | None = None) -> str:
-    """Which set of kernels a run of ``q`` compiles: ``"linear"``, ``"trend"``, ``"scan"`` or ``"reference"``."""
+    """Which set of kernels a run of ``q`` compiles: ``"linear"``, ``"trend"``, ``"scan"``, ``"match"`` or
+    ``"reference"``."""
     return choose(q, engine, schema).path_name
 
 

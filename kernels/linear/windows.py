@@ -1,10 +1,11 @@
 """Per-mode fast loops of the linear-map kernels and their jitted drivers.
 
-Loops: each segment first runs a per-mode fast loop (one event per group,
+Loops: each segment first runs a per-mode fast loop (events one at a time,
 every program in place; :func:`_within_fast`, :func:`_emit_fast`,
 :func:`_slide_fast`, :func:`_vector_fast`), which falls back to the general
 loop of :func:`run_segments` (groups of equal time stamps) when it meets a
-tie or another program. What made the difference, measured (Numba 0.68):
+tie it cannot run one event after the other (``programs.tie_ranks``) or
+another program. What made the difference, measured (Numba 0.68):
 helpers small enough to inline (a non-inlined call with several array
 arguments costs 60-100 ns), no array reassigned inside an event loop, no
 array argument written by an inlined helper (both add reference counting to
@@ -20,12 +21,12 @@ import numpy as np
 from .._jit import jit, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
-from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, HDR, MODE_EMIT_UNBOUNDED, ST_GROW_OUT,
-                        ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW)
+from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_UNBOUNDED, ST_GROW_OUT,
+                        ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
 
 
-# Fast loops: one segment whose times are strictly increasing and whose programs all apply
-# in place (flag F_FAST; F_FASTW under WITHIN). They find out themselves: on a tie or
+# Fast loops: one segment whose programs all apply in place (flag F_FAST; F_FASTW under
+# WITHIN) and whose equal time stamps may run one after the other (``_tie_fits``). They find out themselves: on a tie or
 # another program they return ST_SLOW, when the queue outgrows U or the results outgrow
 # the output arrays ST_GROW_* with the size needed; the caller then restores the segment's
 # state (X_state row, next_k, n_out) and runs it again (larger arrays, or the general loop).
@@ -56,6 +57,17 @@ from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, HDR, MODE_
 # the front is empty).
 
 _U64 = np.uint64
+
+
+@jit_inline
+def _tie_fits(PT, pa, pb):
+    """True when an event of program ``pb`` may follow one of ``pa`` with the same time stamp
+    in place (see ``programs.tie_ranks``; ``order_ties`` sorted the tie by rank)."""
+    fa = PT[_U64(PT[_U64(pa)])]
+    fb = PT[_U64(PT[_U64(pb)])]
+    ra = fa >> TIE_SHIFT
+    rb = fb >> TIE_SHIFT
+    return ra > 0 and rb > 0 and (ra < rb or (pa == pb and (fb & F_TIE) != 0))
 
 
 @jit_inline
@@ -180,7 +192,8 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
         t = ev_time[_U64(e)]
         o = PT[_U64(ev_prog[_U64(e)])]
         fl = PT[_U64(o)]
-        if (fl & F_FASTW) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]):
+        if (fl & F_FASTW) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]
+                                   and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
             return ST_SLOW, 0, 0
         bound = t - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
@@ -269,7 +282,8 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
             if e < n:
                 t_prev = t
                 t = ev_time[_U64(e)]
-                if t == t_prev or (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0:
+                if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (
+                        t == t_prev and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
                     return ST_SLOW, n_out, 0, 0
         if ovf < 0:
             return ST_OVERFLOW, n_out, 0, te
@@ -298,7 +312,9 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
         t = 0
         if not at_end:
             t = ev_time[_U64(e)]
-            if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]):
+            if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (
+                    e > 0 and t == ev_time[_U64(e - 1)]
+                    and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
                 return ST_SLOW, n_out, k, 0, 0, e, f_lo, f_hi
         # close the windows [k s, k s + w) that end before this event
         while True:
@@ -360,7 +376,8 @@ def _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_
         t = 0
         if e < hi:
             t = ev_time[e]
-            if (PT[PT[ev_prog[e]]] & F_LEFT) == 0 or (e > lo and t == t_prev):
+            if (PT[PT[ev_prog[e]]] & F_LEFT) == 0 or (e > lo and t == t_prev
+                                                      and not _tie_fits(PT, ev_prog[e - 1], ev_prog[e])):
                 return ST_SLOW, n_out
             t_prev = t
         if mode == MODE_EMIT_UNBOUNDED:

@@ -95,6 +95,7 @@ class LinearStream(Partitions):
         self.programs: dict[tuple[int, int], int] = {}
         self.PT = np.zeros(0, np.int64)
         self.prog_flags = np.zeros(0, np.int64)
+        self.order_ties = False
         self._setup_encoding()
         # GROUP-BY values are the partition keys: each partition is its own group
         self.groups_are_partitions = list(self.q.partition_by) == list(self.q.group_by)
@@ -256,6 +257,8 @@ class LinearStream(Partitions):
             progs.append((trips, rows, bool(b & self.end_bit)))
         self.PT = K.pack_programs(progs, plan.out_rows)
         self.prog_flags = self.PT[self.PT[:len(progs)]].copy()
+        # ties of several programs run in place once sorted by tie rank (kernels: order_ties)
+        self.order_ties = len(progs) > 1 and bool(np.any(self.prog_flags >> K.TIE_SHIFT))
 
     def _weights(self, df: pl.DataFrame) -> np.ndarray:
         if not self.wcols:
@@ -496,6 +499,8 @@ class LinearStream(Partitions):
 
         def run(r):
             a, b = r
+            if self.order_ties:
+                K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
             e = np.zeros(3, np.int64)
             return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
                                   emit_lo[a:b], emit_hi[a:b], *tail, e), e

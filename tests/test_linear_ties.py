@@ -68,9 +68,22 @@ def test_flags_carry_the_rank():
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=0, max_size=60),
-       st.lists(st.integers(1, 60), max_size=3))
+@given(st.lists(st.tuples(st.sampled_from([0] * 8 + [1, 3]), st.integers(0, 3)), min_size=0, max_size=80),
+       st.lists(st.integers(1, 80), max_size=3))
 def test_order_ties_sorts_each_tie_by_rank_stably(events, cuts):
+    _check_order_ties(events, cuts)
+
+
+def test_order_ties_long_runs():
+    """Runs over the insertion-sort limit (``order_long_ties``), between short ones."""
+    rng = np.random.default_rng(1)
+    gaps = [0] * 40 + [1] + [0] * 5 + [2] + [0] * 100
+    events = [(g, int(p)) for g, p in zip(gaps, rng.integers(0, 4, len(gaps)))]
+    _check_order_ties(events, [])
+    _check_order_ties(events, [20, 60])
+
+
+def _check_order_ties(events, cuts):
     progs = [_A, _B, _C, _NOT_A]
     PT = K.pack_programs(progs, np.array([3]))
     rank = np.array([PT[PT[p]] >> K.TIE_SHIFT for p in range(len(progs))])
@@ -82,7 +95,8 @@ def test_order_ties_sorts_each_tie_by_rank_stably(events, cuts):
     seg_lo = np.array(bounds[:-1], np.int64)
     seg_hi = np.array(bounds[1:], np.int64)
     p2, w2 = prog.copy(), w.copy()
-    K.order_ties(seg_lo, seg_hi, t, p2, w2, PT)
+    if K.order_ties(seg_lo, seg_hi, t, p2, w2, PT):
+        K.order_long_ties(seg_lo, seg_hi, t, p2, w2, PT)
     for lo, hi in zip(seg_lo, seg_hi):
         for tv in np.unique(t[lo:hi]):
             idx = lo + np.flatnonzero(t[lo:hi] == tv)

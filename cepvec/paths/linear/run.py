@@ -377,29 +377,39 @@ class LinearStream(Partitions):
 
     # -------------------------------------------------------------- streaming
     def push(self, df: pl.DataFrame, times: np.ndarray, *, final: bool = False):
-        """Consume the next time-ordered batch (``times`` in the time unit)."""
+        """Consume the next time-ordered batch (``times`` in the time unit).
+
+        Runs one batch behind: a batch is held until the next one arrives (or ``finish``), so a
+        whole input pushed at once runs in one pass with nothing carried; of the held batch,
+        the events with the next batch's first time stamp wait for it (equal time stamps never
+        see each other).
+        """
         times = np.asarray(times, dtype=np.int64)
         if len(df) and self.last_time is not None and times[0] < self.last_time:
             raise CepvecDataError(
                 f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
                 "batches must arrive in time order")
+        if len(df):
+            self.last_time = int(times[-1])
+        if not final and not len(df):
+            return
+        t_next = int(times[0]) if len(df) else None
         if self.held is not None:
             hdf, ht = self.held
             self.held = None
             df = pl.concat([hdf, df], how="vertical_relaxed") if len(df) else hdf
             times = np.concatenate([ht, times])
-        if not final and len(df):
-            # equal time stamps may continue in the next batch: hold the last one back
-            tmax = times[-1]
-            cut = int(np.searchsorted(times, tmax, side="left"))
+        if final:
+            limit = _BIG
+        else:
+            # everything before the new batch's first time stamp is final
+            cut = int(np.searchsorted(times, t_next, side="left"))
             self.held = (df[cut:], times[cut:])
+            if not cut:
+                return
             df = df[:cut]
             times = times[:cut]
-            limit = int(tmax)
-        else:
-            limit = _BIG
-        if len(df):
-            self.last_time = int(times[-1])
+            limit = t_next
         self._process(df, times, limit)
 
     def finish(self) -> None:
@@ -464,7 +474,8 @@ class LinearStream(Partitions):
         ev_prog = np.empty(total + 1, np.int64)
         ev_w = np.empty((total + 1, nw), self.dtype)
         pos = seg_start.copy()
-        K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
+        if len(c["t"]):
+            K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
         starts = []
         for cnt in counts:
             starts.append(pos.copy())
@@ -499,8 +510,8 @@ class LinearStream(Partitions):
 
         def run(r):
             a, b = r
-            if self.order_ties:
-                K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
+            if self.order_ties and K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
+                K.order_long_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
             e = np.zeros(3, np.int64)
             return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
                                   emit_lo[a:b], emit_hi[a:b], *tail, e), e

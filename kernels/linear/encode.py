@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit
+from .._jit import jit, jit_inline
 from .constants import F_END, MODE_SLIDE, TIE_SHIFT
 
 
@@ -45,6 +45,19 @@ def fill_events(cls, cls_prog, pid, t, w, pos, out_t, out_prog, out_w):
 _TIE_INSERTION = 16
 
 
+@jit_inline
+def _next_tie(ev_time, e, hi):
+    """The next run ``[a, b)`` of equal time stamps with ``b > e`` (``a == b == hi``: none left)."""
+    while e < hi and ev_time[e] != ev_time[e - 1]:
+        e += 1
+    if e >= hi:
+        return hi, hi
+    a = e - 1
+    while e < hi and ev_time[e] == ev_time[a]:
+        e += 1
+    return a, e
+
+
 @jit
 def order_ties(seg_lo, seg_hi, ev_time, ev_prog, ev_w, PT):
     """Sort every run of equal time stamps of every segment by tie rank, stably and in place.
@@ -60,13 +73,10 @@ def order_ties(seg_lo, seg_hi, ev_time, ev_prog, ev_w, PT):
     for sg in range(seg_lo.shape[0]):
         hi = seg_hi[sg]
         e = seg_lo[sg] + 1
-        while e < hi:
-            if ev_time[e] != ev_time[e - 1]:
-                e += 1
-                continue
-            a = e - 1
-            while e < hi and ev_time[e] == ev_time[a]:
-                e += 1
+        while True:
+            a, e = _next_tie(ev_time, e, hi)
+            if a >= hi:
+                break
             if e - a > _TIE_INSERTION:
                 n_long += 1
                 continue
@@ -100,13 +110,10 @@ def order_long_ties(seg_lo, seg_hi, ev_time, ev_prog, ev_w, PT):
     for sg in range(seg_lo.shape[0]):
         hi = seg_hi[sg]
         e = seg_lo[sg] + 1
-        while e < hi:
-            if ev_time[e] != ev_time[e - 1]:
-                e += 1
-                continue
-            a = e - 1
-            while e < hi and ev_time[e] == ev_time[a]:
-                e += 1
+        while True:
+            a, e = _next_tie(ev_time, e, hi)
+            if a >= hi:
+                break
             if e - a <= _TIE_INSERTION:
                 continue
             for r in range(n_prog + 2):

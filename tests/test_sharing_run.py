@@ -84,3 +84,63 @@ def test_negative_times_with_slide_fail_as_in_run():
     with pytest.raises(cepvec.CepvecDataError, match=r"^query 'q1': time column 'time' has a negative time at row 0"):
         cepvec.run_many(["RETURN COUNT(*) PATTERN SEQ(A, B)", "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 2 SLIDE 1"],
                         ev)
+
+
+# --------------------------------------------------------------------------- the shared executor
+WINDOWS = ("", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 3", "WITHIN 2 SLIDE 3", "WITHIN 4 SLIDE 2")
+KEYS = (("", ""), ("id, ", " GROUP-BY id"), ("", " WHERE [id]"), ("x, ", " GROUP-BY x"), ("v, ", " GROUP-BY v"))
+
+
+@st.composite
+def shared_workloads(draw):
+    """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*), one window and key."""
+    window = draw(st.sampled_from(WINDOWS))
+    ret, key = draw(st.sampled_from(KEYS))
+    n = draw(st.integers(2, 5))
+    texts = {}
+    for i in range(n):
+        seq = draw(st.lists(st.sampled_from("ABC"), min_size=1, max_size=4))
+        pattern = seq[0] if len(seq) == 1 else f"SEQ({', '.join(f'{t} v{j}' for j, t in enumerate(seq))})"
+        texts[f"s{i}"] = f"RETURN {ret}COUNT(*) PATTERN {pattern}{key} {window}".strip()
+    return texts
+
+
+@settings(max_examples=examples(160), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_workloads(), streams(types="ABC"), st.sampled_from(MODES[1:]), st.sampled_from(("int64", "float64")),
+       st.data())
+def test_shared_executor_equals_run_and_reference(texts, df, sharing, numeric, data):
+    wl = cepvec.workload(texts, sharing=sharing)
+    runs_shared = {n for n, t in texts.items() if "PATTERN SEQ" in t}
+    assert runs_shared <= set(wl.plan.shared_queries) or len(runs_shared) < 2
+    got = cepvec.run_many(wl, df, sharing=sharing, numeric=numeric)
+    assert_same(got, texts, df, numeric=numeric)
+    for name, text in texts.items():
+        ref = alone(text, df, engine="reference", numeric=numeric)
+        assert_frame_equal(got[name], ref, check_exact=True)
+    cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=4), label="cuts")
+    assert_same(run_many_cut(wl, df, sharing=sharing, numeric=numeric, batches=cuts), texts, df, numeric=numeric)
+
+
+def test_shared_executor_on_many_events_and_partitions():
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    ev = pl.DataFrame({"type": rng.choice(list("ABCDE"), n), "time": np.sort(rng.integers(0, 2000, n)),
+                       "id": rng.integers(0, 7, n)})
+    texts = {f"q{i}": f"RETURN id, COUNT(*) PATTERN SEQ({', '.join(p)}) GROUP-BY id WITHIN 40 SLIDE 10"
+             for i, p in enumerate(["AB", "ABC", "ABCD", "ABD", "BCD", "BCDE", "AEB", "AB"])}
+    texts["all"] = "RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] WITHIN 40 SLIDE 10"
+    wl = cepvec.workload(texts)
+    assert set(wl.plan.shared_queries) == set(texts) - {"all"}
+    assert_same(cepvec.run_many(wl, ev), texts, ev)
+    assert_same(run_many_cut(wl, ev, batches=[1, 999, 1000, 2500]), texts, ev)
+
+
+def test_shared_overflow_raises_like_run():
+    ev = pl.DataFrame({"type": ["A"] * 40 + ["B"] * 40, "time": list(range(80))})
+    text = "RETURN COUNT(*) PATTERN SEQ(" + ", ".join(["A a%d" % i for i in range(20)] + ["B b%d" % i for i in range(20)]) + ")"
+    with pytest.raises(cepvec.CepvecOverflowError):
+        alone(text, ev)
+    with pytest.raises(cepvec.CepvecOverflowError, match="overflows"):
+        cepvec.run_many({"big": text, "small": "RETURN COUNT(*) PATTERN SEQ(A, B)"}, ev)

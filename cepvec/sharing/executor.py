@@ -1,6 +1,184 @@
-"""Shared executor (filled in by the next step)."""
+"""The shared executor: the queries of one sharing class on one trie of prefix counters.
+
+Every query the executor runs (:func:`executor_support`) is a fixed-length
+``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE`` or no
+window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions). The
+queries of the class become one trie of prefixes (A-Seq section 4's prefix
+sharing): a prefix common to several queries is counted once per event and
+window for all of them. :mod:`cepvec.kernels.sharing` runs the counters;
+this module encodes the batches (type codes, partition ids through
+:class:`cepvec.runtime.partitions.Partitions`), keeps the state across batches
+(results do not depend on the cuts: the state is per partition and window,
+and equal times are handled inside the kernel) and builds each query's frame
+with :func:`cepvec.runtime.output.assemble_output`, as the linear path does.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+
+from cepvec.kernels import sharing as K
+from cepvec.plan.ir import Query
+from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
+from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.prepare import Prepared
+
+
+def executor_support(q: Query) -> str | None:
+    """Why the shared executor cannot run ``q`` (None: it can)."""
+    from cepvec.sharing.optimizer import why_not_sharable  # noqa: PLC0415
+
+    why = why_not_sharable(q)
+    if why is not None:
+        return why
+    if q.window.kind not in ("slide", "none"):
+        return f"window {q.window.kind} (the shared executor runs WITHIN ... SLIDE and no window)"
+    if any(not a.star for a in q.aggs):
+        return "aggregates other than COUNT(*)"
+    if any(q.local.values()):
+        return "local predicates"
+    if q.strategy != "skip-till-any-match":
+        return f"event selection {q.strategy}"
+    return None
+
+
+class Trie:
+    """The prefixes of the queries' sequences: ``parent`` and last type per node, the last node per query."""
+
+    def __init__(self, seqs: list[tuple[str, ...]]):
+        self.node_of: dict[tuple[str, ...], int] = {(): 0}
+        self.parent = [0]
+        self.last: list[str | None] = [None]
+        self.leaf = []
+        for seq in seqs:
+            for j in range(1, len(seq) + 1):
+                pre = seq[:j]
+                if pre not in self.node_of:
+                    self.node_of[pre] = len(self.parent)
+                    self.parent.append(self.node_of[seq[:j - 1]])
+                    self.last.append(seq[j - 1])
+            self.leaf.append(self.node_of[seq])
+        self.types = list(dict.fromkeys(t for t in self.last if t is not None))
+        code = {t: c for c, t in enumerate(self.types, start=1)}
+        by_code: list[list[int]] = [[] for _ in range(len(self.types) + 1)]
+        for node, t in enumerate(self.last):
+            if t is not None:
+                by_code[code[t]].append(node)
+        self.type_ptr = np.zeros(len(by_code) + 1, np.int64)
+        self.type_ptr[1:] = np.cumsum([len(b) for b in by_code])
+        self.type_nodes = np.array([x for b in by_code for x in b], np.int64)
+
+    @property
+    def size(self) -> int:
+        """Counters per window and partition (the empty prefix included)."""
+        return len(self.parent)
 
 
 class SharedRun:
-    def __init__(self, queries, prep, *, numeric="int64"):
-        raise NotImplementedError
+    """One run of the shared executor over time-ordered batches (``push`` then ``finish``)."""
+
+    def __init__(self, queries: dict[str, Query], prep: Prepared, *, numeric: str = "int64"):
+        from cepvec.sharing.optimizer import sequence_of  # noqa: PLC0415
+
+        self.queries = queries
+        self.names = list(queries)
+        self.q0 = q0 = queries[self.names[0]]
+        self.prep = prep
+        self.numeric = numeric
+        self.trie = Trie([sequence_of(queries[n]) for n in self.names])
+        self.parent = np.array(self.trie.parent, np.int64)
+        self.qleaf = np.array(self.trie.leaf, np.int64)
+        if q0.window.kind == "slide":
+            self.mode, self.w, self.s = K.MODE_SLIDE, int(prep.w), int(prep.s)
+            self.R = max(1, -(-self.w // self.s))
+        else:
+            self.mode, self.w, self.s, self.R = K.MODE_NONE, 0, 1, 1
+        self.dtype = np.int64 if numeric == "int64" else np.float64
+        schema = prep.df.schema
+        self.parts = Partitions(q0, {c: schema[c] for c in q0.partition_by})
+        self._alloc(0)
+        self.cap = 1 << 14
+        self.out = self._buffers(self.cap)
+        self.chunks: list[tuple[np.ndarray, ...]] = []
+
+    def _alloc(self, n_part: int):
+        shape = (n_part, self.R, self.trie.size)
+        self.cnt = np.zeros(shape, self.dtype)
+        self.prev = np.zeros(shape, self.dtype)
+        self.upd_t = np.zeros(shape, np.int64)
+        self.slot_k = np.full((n_part, self.R), -1, np.int64)
+
+    def _grow(self, n_part: int):
+        old = (self.cnt, self.prev, self.upd_t, self.slot_k)
+        self._alloc(max(n_part, 2 * len(old[0])))
+        m = len(old[0])
+        for new, o in zip((self.cnt, self.prev, self.upd_t, self.slot_k), old):
+            new[:m] = o
+
+    def _buffers(self, cap: int):
+        return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
+
+    def _codes(self, df: pl.DataFrame) -> np.ndarray:
+        col = pl.col(self.q0.type_col).cast(pl.String)
+        expr = col.replace_strict(self.trie.types, list(range(1, len(self.trie.types) + 1)), default=0,
+                                  return_dtype=pl.Int32)
+        return df.select(expr.fill_null(0)).to_series().to_numpy()
+
+    def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        if not len(df):
+            return
+        codes = self._codes(df)
+        pid = self.parts.ids(df).astype(np.int64, copy=False)
+        if len(pid) and int(pid.max()) >= len(self.cnt):
+            self._grow(int(pid.max()) + 1)
+        times = np.ascontiguousarray(times, dtype=np.int64)
+        start = 0
+        while True:
+            status, start, n = K.run_shared(pid, times, codes, self.trie.type_ptr, self.trie.type_nodes,
+                                            self.parent, self.qleaf, self.mode, self.w, self.s,
+                                            self.dtype is np.int64, self.cnt, self.prev, self.upd_t,
+                                            self.slot_k, start, *self.out, 0)
+            self._keep(n)
+            if status == 0:
+                return
+            if status == -2:
+                raise overflow_error(self.q0, f"near time {int(times[start])} (shared prefix counters)")
+            if n == 0:  # status 1 with nothing written: the buffers hold fewer rows than one window emits
+                self.cap *= 4
+                self.out = self._buffers(self.cap)
+
+    def _keep(self, n: int):
+        if n:
+            self.chunks.append(tuple(a[:n].copy() for a in self.out))
+
+    def finish(self) -> dict[str, pl.DataFrame]:
+        """The frame of every query, exactly as ``cepvec.run`` returns it."""
+        cap = max(1, self.cnt.shape[0] * self.R * len(self.qleaf))
+        out = self._buffers(cap)
+        n = K.emit_open(self.cnt, self.slot_k, self.qleaf, *out)
+        chunks = self.chunks + [tuple(a[:n] for a in out)]
+        qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+        gf = self.parts.group_frame()
+        frames = {}
+        for j, name in enumerate(self.names):
+            sel = qj == j
+            frames[name] = self._frame(self.queries[name], pid[sel], key[sel], val[sel], gf)
+        return frames
+
+    def _frame(self, q: Query, pid, key, val, gf: pl.DataFrame) -> pl.DataFrame:
+        cells = pl.DataFrame({"__pid": pid, "__key": key, "__v0": val})
+        if q.group_by:
+            cells = cells.join(gf, on="__pid", how="left")
+        by = list(q.group_by) + ["__key"]
+        if q.partition_by != q.group_by and len(cells):
+            if self.dtype is np.int64 and sums_overflow(cells, by, ["__v0"]):
+                raise overflow_error(q, "when adding up the partitions of a group")
+            cells = cells.group_by(by).agg(pl.col("__v0").sum())
+        cells = cells.sort(by, nulls_last=True)
+        plan = SimpleNamespace(comp_of_agg=[() for _ in q.aggs])
+        group_cols = {g: cells[g] for g in q.group_by}
+        return assemble_output(q, self.prep, plan, self.numeric, group_cols, cells["__key"].to_numpy(),
+                               {"__v0": cells["__v0"]})

@@ -65,17 +65,18 @@ def prepare_workload(wl: Workload, events, *, engine: str = "auto", numeric: str
 
 
 def execute(wl: Workload, preps: dict[str, Prepared], choices: dict[str, Choice], *, numeric: str = "int64",
-            shared: tuple[str, ...] = (), batches: list[int] | None = None) -> dict[str, pl.DataFrame]:
-    """Push every batch once to the shared run (queries ``shared``) and to one run per other query."""
+            shared: tuple[tuple[str, ...], ...] = (), batches: list[int] | None = None) -> dict[str, pl.DataFrame]:
+    """Push every batch once to each shared run (one per group in ``shared``) and to one run per other query."""
     runs = {}
     groups: dict[int, list] = {}  # id of the prepared frame -> the runs that read it
-    shared_run = None
-    if shared:
-        p = preps[shared[0]]
-        shared_run = SharedRun({n: wl.queries[n] for n in shared}, p, numeric=numeric)
-        groups.setdefault(id(p.df), [p, []])[1].append(shared_run)
+    shared_runs = []
+    for names in shared:
+        p = preps[names[0]]
+        shared_runs.append(SharedRun({n: wl.queries[n] for n in names}, p, numeric=numeric))
+        groups.setdefault(id(p.df), [p, []])[1].append(shared_runs[-1])
+    in_shared = {n for names in shared for n in names}
     for name, q in wl.queries.items():
-        if name in shared:
+        if name in in_shared:
             continue
         p = preps[name]
         run = _checked(name, choices[name].open, q, p.df.schema, w=p.w, s=p.s, numeric=numeric)
@@ -90,7 +91,9 @@ def execute(wl: Workload, preps: dict[str, Prepared], choices: dict[str, Choice]
                 for run in members:
                     run.push(df, t)
     out: dict[str, pl.DataFrame] = {}
-    shared_frames = shared_run.finish() if shared_run is not None else {}
+    shared_frames = {}
+    for names, run in zip(shared, shared_runs):
+        shared_frames.update(_checked(names[0], run.finish))
     for name in wl.queries:
         if name in shared_frames:
             out[name] = shared_frames[name]
@@ -109,7 +112,7 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     preps, choices = prepare_workload(wl, events, engine=engine, numeric=numeric, time_unit=time_unit)
     shared = ()
     if sharing != "none" and engine != "reference":
-        shared = tuple(n for n in wl.plan.shared_queries if preps[n].df is preps[wl.plan.shared_queries[0]].df)
+        shared = wl.plan.shared_groups
     return execute(wl, preps, choices, numeric=numeric, shared=shared, batches=batches)
 
 

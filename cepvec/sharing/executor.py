@@ -25,24 +25,7 @@ from cepvec.plan.ir import Query
 from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.prepare import Prepared
-
-
-def executor_support(q: Query) -> str | None:
-    """Why the shared executor cannot run ``q`` (None: it can)."""
-    from cepvec.sharing.optimizer import why_not_sharable  # noqa: PLC0415
-
-    why = why_not_sharable(q)
-    if why is not None:
-        return why
-    if q.window.kind not in ("slide", "none"):
-        return f"window {q.window.kind} (the shared executor runs WITHIN ... SLIDE and no window)"
-    if any(not a.star for a in q.aggs):
-        return "aggregates other than COUNT(*)"
-    if any(q.local.values()):
-        return "local predicates"
-    if q.strategy != "skip-till-any-match":
-        return f"event selection {q.strategy}"
-    return None
+from cepvec.sharing.sequences import sequence_of
 
 
 class Trie:
@@ -81,8 +64,6 @@ class SharedRun:
     """One run of the shared executor over time-ordered batches (``push`` then ``finish``)."""
 
     def __init__(self, queries: dict[str, Query], prep: Prepared, *, numeric: str = "int64"):
-        from cepvec.sharing.optimizer import sequence_of  # noqa: PLC0415
-
         self.queries = queries
         self.names = list(queries)
         self.q0 = q0 = queries[self.names[0]]

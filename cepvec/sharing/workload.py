@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from cepvec.errors import CepvecError, CepvecTypeError
 from cepvec.plan.compile import compile_query
 from cepvec.plan.ir import Query
+from cepvec.sharing.optimizer import explain_plan, plan_workload
 
 SHARING = ("auto", "none", "greedy", "exhaustive")
 
@@ -71,15 +72,11 @@ class Workload:
 
     def explain(self) -> str:
         """The sharing candidates, their benefits, conflicts, pruning, the chosen plan and its costs."""
-        from cepvec.sharing.optimizer import explain_plan  # noqa: PLC0415  (same package, defined later)
-
         return explain_plan(self)
 
 
 def compile_workload(queries, sharing: str = "auto") -> Workload:
     """Compile ``queries`` (dict name -> text or Query, or a list) and find their sharing plan."""
-    from cepvec.sharing.optimizer import plan_workload  # noqa: PLC0415
-
     wl = Workload(compile_named(normalize_queries(queries)), sharing)
     wl.plan = plan_workload(wl.queries, sharing)
     return wl

@@ -3,17 +3,23 @@
 The queries of one sharing class form a trie of prefixes: node 0 is the empty
 prefix, every other node a prefix ``(E_1 .. E_j)`` with its parent
 ``(E_1 .. E_{j-1})``; a prefix common to several queries is one node, so its
-count is computed once per event for all of them. Per partition and open
-window the kernel keeps ``cnt[node]``, the number of matches of the prefix
-inside the window so far (A-Seq's dynamic prefix counting): an event of type
-``E`` adds ``cnt[parent]`` to ``cnt[node]`` for every node whose last type is
-``E``. A query's result in a window is the count of its last node.
+count is computed once per event for all of them. Per partition, node and
+open window the kernel keeps ``cnt[p, node, slot]``, the number of matches of
+the prefix inside the window so far (A-Seq's dynamic prefix counting): an
+event of type ``E`` adds ``cnt[parent]`` to ``cnt[node]`` for every node whose
+last type is ``E``. A query's result in a window is the count of its last
+node. Node 0 counts 1 in every open window.
 
-Strictly increasing times inside a match: an update reads the parent's value
-from before the current time stamp (``prev`` holds it while ``upd_t`` equals
-the current time), so events with equal times never extend each other and
-the order of nodes within one event does not matter (a type twice in one
-pattern included).
+Strictly increasing times inside a match:
+
+* within one event, the nodes of its type are visited deepest first
+  (``type_nodes`` is sorted so), so a node whose parent has the same type
+  reads the parent before this event adds to it (a type twice in a pattern);
+* events of one partition with equal times (a *tie group*, found by a first
+  pass over the call's events) read every parent as it was before that time:
+  the first change of each (partition, node, slot) at that time is journaled
+  with its old value, and reads look the journal up. The caller holds back the events of a
+  batch's last time stamp, so a tie group never spans two calls.
 
 Windows: ``WITHIN w SLIDE s`` window ``k`` covers ``[k*s, k*s + w)``; an event
 at ``t`` updates every window containing it, each in slot ``k % R`` with
@@ -22,8 +28,10 @@ only increase per partition). A slot is emitted (one row per query with a
 non-zero count) when a later window takes it, and every open slot at the end
 (:func:`emit_open`). Without a window there is one window, ``k = 0``.
 
-Node 0 (the empty prefix) counts 1 in every open window. Exact int64 counts: an addition that would leave int64 stops the kernel with
+Exact int64 counts: an addition that would leave int64 stops the kernel with
 status -2 (the caller raises the overflow error); float64 counts never stop.
+The per-event loop is one function on purpose (docs/architecture.md,
+"Kernels": a call with array arguments per event costs reference counting).
 """
 
 from __future__ import annotations
@@ -39,21 +47,47 @@ _I64_MAX = np.iinfo(np.int64).max
 
 @jit
 def run_shared(pid, times, codes, type_ptr, type_nodes, parent, qleaf, mode, w, s, is_int,
-               cnt, prev, upd_t, slot_k, start, out_q, out_p, out_k, out_v, n_out):
-    """Process events ``start..`` of a batch; returns (status, next event, rows written).
+               cnt, slot_k, start, out_q, out_p, out_k, out_v):
+    """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     status 0: every event done; 1: the output buffers are full (call again from the next event
-    with larger buffers); -2: an int64 count overflowed at the next event.
+    with larger or emptied buffers); -2: an int64 count overflowed at the next event.
     """
     n = len(times)
-    R = cnt.shape[1]
-    N = cnt.shape[2]
+    n_part = cnt.shape[0]
+    R = cnt.shape[2]
     Q = len(qleaf)
     cap = len(out_q)
+    n_out = 0
+    # first pass: which events share their partition's time stamp with an earlier / a later one
+    last_i = np.full(n_part, -1, np.int64)
+    tie_prev = np.zeros(n, np.bool_)
+    tie_next = np.zeros(n, np.bool_)
+    longest = 1  # most events with one time stamp (every partition)
+    run = 0
+    for i in range(n):
+        p = pid[i]
+        j = last_i[p]
+        if j >= 0 and times[j] == times[i]:
+            tie_prev[i] = True
+            tie_next[j] = True
+        run = run + 1 if i > 0 and times[i - 1] == times[i] else 1
+        if run > longest:
+            longest = run
+        last_i[p] = i
+    most = 1
+    for c in range(len(type_ptr) - 1):
+        if type_ptr[c + 1] - type_ptr[c] > most:
+            most = type_ptr[c + 1] - type_ptr[c]
+    jcap = longest * most * R + 1
+    j_part = np.empty(jcap, np.int64)
+    j_node = np.empty(jcap, np.int64)
+    j_slot = np.empty(jcap, np.int64)
+    j_old = np.empty(jcap, cnt.dtype)
+    n_j = 0
+    j_time = -(1 << 62)
     for i in range(start, n):
         c = codes[i]
-        if c <= 0:
-            continue
         p = pid[i]
         t = times[i]
         if mode == MODE_SLIDE:
@@ -72,38 +106,63 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, qleaf, mode, w, 
                 if old >= 0:
                     if n_out + Q > cap:
                         return 1, i, n_out
-                    for j in range(Q):
-                        v = cnt[p, r, qleaf[j]]
+                    for q in range(Q):
+                        v = cnt[p, qleaf[q], r]
                         if v != 0:
-                            out_q[n_out] = j
+                            out_q[n_out] = q
                             out_p[n_out] = p
                             out_k[n_out] = old
                             out_v[n_out] = v
                             n_out += 1
-                cnt[p, r, 0] = 1  # the empty prefix: one (empty) match
-                for x in range(1, N):
-                    cnt[p, r, x] = 0
-                for x in range(N):
-                    upd_t[p, r, x] = -(1 << 62)
+                cnt[p, 0, r] = 1  # the empty prefix: one (empty) match
+                for x in range(1, cnt.shape[1]):
+                    cnt[p, x, r] = 0
                 slot_k[p, r] = k
-        for k in range(kmin, kmax + 1):
-            r = k % R
+        if not (tie_prev[i] or tie_next[i]):
             for a in range(type_ptr[c], type_ptr[c + 1]):
                 node = type_nodes[a]
                 par = parent[node]
-                if upd_t[p, r, par] == t:  # never true for the root, which no event updates
-                    val = prev[p, r, par]
-                else:
-                    val = cnt[p, r, par]
+                for k in range(kmin, kmax + 1):
+                    r = k % R
+                    val = cnt[p, par, r]
+                    if val != 0:
+                        cur = cnt[p, node, r]
+                        if is_int and cur > _I64_MAX - val:
+                            return -2, i, n_out
+                        cnt[p, node, r] = cur + val
+            continue
+        # an event of a tie group: parents as they were before time t (journal of the first changes at
+        # time t, of every partition: tie groups of several partitions interleave)
+        if t != j_time:
+            n_j = 0
+            j_time = t
+        for a in range(type_ptr[c], type_ptr[c + 1]):
+            node = type_nodes[a]
+            par = parent[node]
+            for k in range(kmin, kmax + 1):
+                r = k % R
+                val = cnt[p, par, r]
+                for x in range(n_j):
+                    if j_node[x] == par and j_slot[x] == r and j_part[x] == p:
+                        val = j_old[x]
+                        break
                 if val == 0:
                     continue
-                if upd_t[p, r, node] != t:
-                    prev[p, r, node] = cnt[p, r, node]
-                    upd_t[p, r, node] = t
-                cur = cnt[p, r, node]
+                cur = cnt[p, node, r]
+                seen = False
+                for x in range(n_j):
+                    if j_node[x] == node and j_slot[x] == r and j_part[x] == p:
+                        seen = True
+                        break
+                if not seen:
+                    j_part[n_j] = p
+                    j_node[n_j] = node
+                    j_slot[n_j] = r
+                    j_old[n_j] = cur
+                    n_j += 1
                 if is_int and cur > _I64_MAX - val:
                     return -2, i, n_out
-                cnt[p, r, node] = cur + val
+                cnt[p, node, r] = cur + val
     return 0, n, n_out
 
 
@@ -112,14 +171,14 @@ def emit_open(cnt, slot_k, qleaf, out_q, out_p, out_k, out_v):
     """Rows of every open window (the end of the input); the buffers hold ``P * R * Q`` rows."""
     n_out = 0
     for p in range(cnt.shape[0]):
-        for r in range(cnt.shape[1]):
+        for r in range(cnt.shape[2]):
             k = slot_k[p, r]
             if k < 0:
                 continue
-            for j in range(len(qleaf)):
-                v = cnt[p, r, qleaf[j]]
+            for q in range(len(qleaf)):
+                v = cnt[p, qleaf[q], r]
                 if v != 0:
-                    out_q[n_out] = j
+                    out_q[n_out] = q
                     out_p[n_out] = p
                     out_k[n_out] = k
                     out_v[n_out] = v

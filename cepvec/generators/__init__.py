@@ -22,7 +22,9 @@ Conventions shared by all generators:
   expected and what was found.
 
 ``WORKLOADS`` maps the short names ``"stock"``, ``"cluster"``, ``"traffic"``,
-``"purchases"`` and ``"abcd"`` to the generator functions.
+``"purchases"``, ``"abcd"`` and ``"ecommerce"`` to the generator functions;
+:mod:`cepvec.generators.sharon` also makes Sharon's multi-query workloads
+(``traffic_workload``, ``ecommerce_workload``) for ``cepvec.run_many``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import polars as pl
 from cepvec.generators._common import DEFAULT_ITEMS, FEET_PER_SEGMENT
 from cepvec.generators.aseq import purchases, sequence_abcd
 from cepvec.generators.greta import cluster_monitoring, stock_trades, traffic
+from cepvec.generators.sharon import ecommerce_stream, ecommerce_workload, traffic_workload
 
 __all__ = [
     "stock_trades",
@@ -41,6 +44,9 @@ __all__ = [
     "traffic",
     "purchases",
     "sequence_abcd",
+    "ecommerce_stream",
+    "ecommerce_workload",
+    "traffic_workload",
     "WORKLOADS",
     "DEFAULT_ITEMS",
     "FEET_PER_SEGMENT",
@@ -53,4 +59,5 @@ WORKLOADS: dict[str, Callable[..., pl.DataFrame]] = {
     "traffic": traffic,
     "purchases": purchases,
     "abcd": sequence_abcd,
+    "ecommerce": ecommerce_stream,
 }

@@ -21,6 +21,8 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import sharing as K
+from cepvec.kernels.linear import view_codes, view_hash, view_words
+from cepvec.paths.linear.run import string_views
 from cepvec.plan.ir import Query
 from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
 from cepvec.runtime.partitions import Partitions
@@ -46,10 +48,12 @@ class Trie:
             self.leaf.append(self.node_of[seq])
         self.types = list(dict.fromkeys(t for t in self.last if t is not None))
         code = {t: c for c, t in enumerate(self.types, start=1)}
+        depth = [0] * len(self.parent)
+        for node in range(1, len(self.parent)):
+            depth[node] = depth[self.parent[node]] + 1
         by_code: list[list[int]] = [[] for _ in range(len(self.types) + 1)]
-        for node, t in enumerate(self.last):
-            if t is not None:
-                by_code[code[t]].append(node)
+        for node in sorted(range(1, len(self.parent)), key=lambda x: -depth[x]):  # deepest first (kernel)
+            by_code[code[self.last[node]]].append(node)
         self.type_ptr = np.zeros(len(by_code) + 1, np.int64)
         self.type_ptr[1:] = np.cumsum([len(b) for b in by_code])
         self.type_nodes = np.array([x for b in by_code for x in b], np.int64)
@@ -84,45 +88,65 @@ class SharedRun:
         self.cap = 1 << 14
         self.out = self._buffers(self.cap)
         self.chunks: list[tuple[np.ndarray, ...]] = []
+        self.held: tuple[np.ndarray, ...] | None = None  # events of the last time stamp pushed so far
+        words = [view_words(t) for t in self.trie.types]
+        self.view_hash = view_hash(words) if all(x is not None for x in words) else None
 
     def _alloc(self, n_part: int):
-        shape = (n_part, self.R, self.trie.size)
-        self.cnt = np.zeros(shape, self.dtype)
-        self.prev = np.zeros(shape, self.dtype)
-        self.upd_t = np.zeros(shape, np.int64)
+        self.cnt = np.zeros((n_part, self.trie.size, self.R), self.dtype)
         self.slot_k = np.full((n_part, self.R), -1, np.int64)
 
     def _grow(self, n_part: int):
-        old = (self.cnt, self.prev, self.upd_t, self.slot_k)
-        self._alloc(max(n_part, 2 * len(old[0])))
-        m = len(old[0])
-        for new, o in zip((self.cnt, self.prev, self.upd_t, self.slot_k), old):
-            new[:m] = o
+        cnt, slot_k = self.cnt, self.slot_k
+        self._alloc(max(n_part, 2 * len(cnt)))
+        self.cnt[:len(cnt)] = cnt
+        self.slot_k[:len(cnt)] = slot_k
 
     def _buffers(self, cap: int):
         return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
 
     def _codes(self, df: pl.DataFrame) -> np.ndarray:
+        """Code per event: 1 + index of its type in the trie's types, 0 for other types."""
+        views = string_views(df[self.q0.type_col]) if self.view_hash is not None else None
+        if views is not None:
+            codes = np.empty(len(df), np.int32)
+            view_codes(views, *self.view_hash, codes)
+            return codes
         col = pl.col(self.q0.type_col).cast(pl.String)
         expr = col.replace_strict(self.trie.types, list(range(1, len(self.trie.types) + 1)), default=0,
                                   return_dtype=pl.Int32)
         return df.select(expr.fill_null(0)).to_series().to_numpy()
 
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        """Encode a batch and run the events before its last time stamp (those are held back: ties may
+        continue in the next batch)."""
         if not len(df):
             return
         codes = self._codes(df)
-        pid = self.parts.ids(df).astype(np.int64, copy=False)
-        if len(pid) and int(pid.max()) >= len(self.cnt):
+        keep = codes > 0
+        pid = self.parts.ids(df)[keep].astype(np.int64, copy=False)
+        times = np.asarray(times, dtype=np.int64)[keep]
+        codes = codes[keep].astype(np.int64, copy=False)
+        if self.held is not None:
+            pid, times, codes = (np.concatenate([h, x]) for h, x in zip(self.held, (pid, times, codes)))
+        if not len(times):
+            return
+        cut = int(np.searchsorted(times, times[-1], side="left"))
+        self.held = (pid[cut:], times[cut:], codes[cut:])
+        self._run(pid[:cut], times[:cut], codes[:cut])
+
+    def _run(self, pid, times, codes):
+        if not len(times):
+            return
+        if int(pid.max()) >= len(self.cnt):
             self._grow(int(pid.max()) + 1)
-        times = np.ascontiguousarray(times, dtype=np.int64)
         start = 0
         while True:
             status, start, n = K.run_shared(pid, times, codes, self.trie.type_ptr, self.trie.type_nodes,
                                             self.parent, self.qleaf, self.mode, self.w, self.s,
-                                            self.dtype is np.int64, self.cnt, self.prev, self.upd_t,
-                                            self.slot_k, start, *self.out, 0)
-            self._keep(n)
+                                            self.dtype is np.int64, self.cnt, self.slot_k, start, *self.out)
+            if n:
+                self.chunks.append(tuple(a[:n].copy() for a in self.out))
             if status == 0:
                 return
             if status == -2:
@@ -131,12 +155,11 @@ class SharedRun:
                 self.cap *= 4
                 self.out = self._buffers(self.cap)
 
-    def _keep(self, n: int):
-        if n:
-            self.chunks.append(tuple(a[:n].copy() for a in self.out))
-
     def finish(self) -> dict[str, pl.DataFrame]:
         """The frame of every query, exactly as ``cepvec.run`` returns it."""
+        if self.held is not None:
+            self._run(*self.held)
+            self.held = None
         cap = max(1, self.cnt.shape[0] * self.R * len(self.qleaf))
         out = self._buffers(cap)
         n = K.emit_open(self.cnt, self.slot_k, self.qleaf, *out)

@@ -8,7 +8,9 @@ open window the kernel keeps ``cnt[p, node, slot]``, the number of matches of
 the prefix inside the window so far (A-Seq's dynamic prefix counting): an
 event of type ``E`` adds ``cnt[parent]`` to ``cnt[node]`` for every node whose
 last type is ``E``. A query's result in a window is the count of its last
-node. Node 0 counts 1 in every open window.
+node. Node 0 counts 1 in every open window. A counter is valid only while its
+``tag`` equals the window its slot holds (``slot_k``): opening a window resets
+nothing, and a counter last written for an older window reads as 0.
 
 Strictly increasing times inside a match:
 
@@ -47,7 +49,7 @@ _I64_MAX = np.iinfo(np.int64).max
 
 @jit
 def run_shared(pid, times, codes, type_ptr, type_nodes, parent, qleaf, mode, w, s, is_int,
-               cnt, slot_k, start, out_q, out_p, out_k, out_v):
+               cnt, tag, slot_k, start, out_q, out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     status 0: every event done; 1: the output buffers are full (call again from the next event
@@ -107,6 +109,8 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, qleaf, mode, w, 
                     if n_out + Q > cap:
                         return 1, i, n_out
                     for q in range(Q):
+                        if tag[p, qleaf[q], r] != old:
+                            continue
                         v = cnt[p, qleaf[q], r]
                         if v != 0:
                             out_q[n_out] = q
@@ -114,22 +118,32 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, qleaf, mode, w, 
                             out_k[n_out] = old
                             out_v[n_out] = v
                             n_out += 1
-                cnt[p, 0, r] = 1  # the empty prefix: one (empty) match
-                for x in range(1, cnt.shape[1]):
-                    cnt[p, x, r] = 0
-                slot_k[p, r] = k
+                slot_k[p, r] = k  # no reset: counters tagged with an older window read as 0
         if not (tie_prev[i] or tie_next[i]):
+            r0 = kmin % R
             for a in range(type_ptr[c], type_ptr[c + 1]):
                 node = type_nodes[a]
                 par = parent[node]
-                for k in range(kmin, kmax + 1):
-                    r = k % R
-                    val = cnt[p, par, r]
+                r = r0
+                for k in range(kmin, kmax + 1):  # slots of windows kmin..kmax, without a modulo per step
+                    if par == 0:
+                        val = cnt.dtype.type(1)
+                    elif tag[p, par, r] == k:
+                        val = cnt[p, par, r]
+                    else:
+                        val = cnt.dtype.type(0)
                     if val != 0:
-                        cur = cnt[p, node, r]
+                        if tag[p, node, r] == k:
+                            cur = cnt[p, node, r]
+                        else:
+                            cur = cnt.dtype.type(0)
+                            tag[p, node, r] = k
                         if is_int and cur > _I64_MAX - val:
                             return -2, i, n_out
                         cnt[p, node, r] = cur + val
+                    r += 1
+                    if r == R:
+                        r = 0
             continue
         # an event of a tie group: parents as they were before time t (journal of the first changes at
         # time t, of every partition: tie groups of several partitions interleave)
@@ -141,14 +155,23 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, qleaf, mode, w, 
             par = parent[node]
             for k in range(kmin, kmax + 1):
                 r = k % R
-                val = cnt[p, par, r]
+                if par == 0:
+                    val = cnt.dtype.type(1)
+                elif tag[p, par, r] == k:
+                    val = cnt[p, par, r]
+                else:
+                    val = cnt.dtype.type(0)
                 for x in range(n_j):
                     if j_node[x] == par and j_slot[x] == r and j_part[x] == p:
                         val = j_old[x]
                         break
                 if val == 0:
                     continue
-                cur = cnt[p, node, r]
+                if tag[p, node, r] == k:
+                    cur = cnt[p, node, r]
+                else:
+                    cur = cnt.dtype.type(0)
+                    tag[p, node, r] = k
                 seen = False
                 for x in range(n_j):
                     if j_node[x] == node and j_slot[x] == r and j_part[x] == p:
@@ -167,7 +190,7 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, qleaf, mode, w, 
 
 
 @jit
-def emit_open(cnt, slot_k, qleaf, out_q, out_p, out_k, out_v):
+def emit_open(cnt, tag, slot_k, qleaf, out_q, out_p, out_k, out_v):
     """Rows of every open window (the end of the input); the buffers hold ``P * R * Q`` rows."""
     n_out = 0
     for p in range(cnt.shape[0]):
@@ -176,6 +199,8 @@ def emit_open(cnt, slot_k, qleaf, out_q, out_p, out_k, out_v):
             if k < 0:
                 continue
             for q in range(len(qleaf)):
+                if tag[p, qleaf[q], r] != k:
+                    continue
                 v = cnt[p, qleaf[q], r]
                 if v != 0:
                     out_q[n_out] = q

@@ -94,12 +94,14 @@ class SharedRun:
 
     def _alloc(self, n_part: int):
         self.cnt = np.zeros((n_part, self.trie.size, self.R), self.dtype)
+        self.tag = np.full((n_part, self.trie.size, self.R), -1, np.int64)
         self.slot_k = np.full((n_part, self.R), -1, np.int64)
 
     def _grow(self, n_part: int):
-        cnt, slot_k = self.cnt, self.slot_k
+        cnt, tag, slot_k = self.cnt, self.tag, self.slot_k
         self._alloc(max(n_part, 2 * len(cnt)))
         self.cnt[:len(cnt)] = cnt
+        self.tag[:len(cnt)] = tag
         self.slot_k[:len(cnt)] = slot_k
 
     def _buffers(self, cap: int):
@@ -144,7 +146,7 @@ class SharedRun:
         while True:
             status, start, n = K.run_shared(pid, times, codes, self.trie.type_ptr, self.trie.type_nodes,
                                             self.parent, self.qleaf, self.mode, self.w, self.s,
-                                            self.dtype is np.int64, self.cnt, self.slot_k, start, *self.out)
+                                            self.dtype is np.int64, self.cnt, self.tag, self.slot_k, start, *self.out)
             if n:
                 self.chunks.append(tuple(a[:n].copy() for a in self.out))
             if status == 0:
@@ -162,27 +164,26 @@ class SharedRun:
             self.held = None
         cap = max(1, self.cnt.shape[0] * self.R * len(self.qleaf))
         out = self._buffers(cap)
-        n = K.emit_open(self.cnt, self.slot_k, self.qleaf, *out)
+        n = K.emit_open(self.cnt, self.tag, self.slot_k, self.qleaf, *out)
         chunks = self.chunks + [tuple(a[:n] for a in out)]
         qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
-        gf = self.parts.group_frame()
-        frames = {}
-        for j, name in enumerate(self.names):
-            sel = qj == j
-            frames[name] = self._frame(self.queries[name], pid[sel], key[sel], val[sel], gf)
-        return frames
-
-    def _frame(self, q: Query, pid, key, val, gf: pl.DataFrame) -> pl.DataFrame:
-        cells = pl.DataFrame({"__pid": pid, "__key": key, "__v0": val})
-        if q.group_by:
-            cells = cells.join(gf, on="__pid", how="left")
-        by = list(q.group_by) + ["__key"]
-        if q.partition_by != q.group_by and len(cells):
+        cells = pl.DataFrame({"__q": qj, "__pid": pid, "__key": key, "__v0": val})
+        q0 = self.q0  # every query of the class has its GROUP-BY and partitions
+        if q0.group_by:
+            cells = cells.join(self.parts.group_frame(), on="__pid", how="left")
+        by = ["__q", *q0.group_by, "__key"]
+        if q0.partition_by != q0.group_by and len(cells):
             if self.dtype is np.int64 and sums_overflow(cells, by, ["__v0"]):
-                raise overflow_error(q, "when adding up the partitions of a group")
+                first = int(cells["__q"][0])
+                raise overflow_error(self.queries[self.names[first]], "when adding up the partitions of a group")
             cells = cells.group_by(by).agg(pl.col("__v0").sum())
         cells = cells.sort(by, nulls_last=True)
-        plan = SimpleNamespace(comp_of_agg=[() for _ in q.aggs])
-        group_cols = {g: cells[g] for g in q.group_by}
-        return assemble_output(q, self.prep, plan, self.numeric, group_cols, cells["__key"].to_numpy(),
-                               {"__v0": cells["__v0"]})
+        bounds = np.searchsorted(cells["__q"].to_numpy(), np.arange(len(self.names) + 1))
+        frames = {}
+        for j, name in enumerate(self.names):
+            part = cells.slice(int(bounds[j]), int(bounds[j + 1] - bounds[j]))
+            q = self.queries[name]
+            plan = SimpleNamespace(comp_of_agg=[() for _ in q.aggs])
+            frames[name] = assemble_output(q, self.prep, plan, self.numeric, {g: part[g] for g in q.group_by},
+                                           part["__key"].to_numpy(), {"__v0": part["__v0"]})
+        return frames

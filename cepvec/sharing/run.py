@@ -39,21 +39,29 @@ def prepare_workload(wl: Workload, events, *, engine: str = "auto", numeric: str
     for name, q in wl.queries.items():
         _checked(name, choose, q, engine)  # an engine that cannot run a query fails before the data are read
     preps: dict[str, Prepared] = {}
-    bases: dict[tuple[str, str], tuple[Prepared, pl.DataFrame]] = {}
+    bases: dict[tuple[str, str], tuple[Prepared, pl.DataFrame, set, dict]] = {}
     for name, q in wl.queries.items():
         cols = (q.type_col, q.time_col)
         if cols not in bases:
             base = _checked(name, prepare, q, events, time_unit=time_unit)
-            # one row per event type (and the earliest row): enough for the column, dtype and type checks
-            reps = base.df.with_row_index("__row").filter(
-                pl.col("__row") == pl.col("__row").first().over(q.type_col)).drop("__row")
-            bases[cols] = (base, reps)
+            # one row per event type: enough for the column, dtype and event-type checks of other queries
+            reps = base.df[base.df[q.type_col].arg_unique()]
+            present = set(reps[q.type_col].cast(pl.String).to_list())
+            bases[cols] = (base, reps, present, {})
             preps[name] = base
             continue
-        base, reps = bases[cols]
+        base, reps, present, seen = bases[cols]
+        # a query whose window was checked, whose attributes were checked, and whose types all occur,
+        # passes every check of prepare (columns, dtypes, types, durations, negative times)
+        wkey = (q.window.within, q.window.slide, q.window.kind)
+        if wkey in seen and set(q.attributes) <= seen[wkey][0] and set(q.event_types) <= present:
+            preps[name] = dataclasses.replace(base, w=seen[wkey][1], s=seen[wkey][2])
+            continue
         small = _checked(name, prepare, q, reps, time_unit=time_unit, sort=False)
         if small.s is not None and len(base.times) and base.times.min() < 0:
             _checked(name, prepare, q, base.df, time_unit=time_unit, sort=False, check_types=False)  # raises
+        attrs = seen[wkey][0] if wkey in seen else set()
+        seen[wkey] = (attrs | set(q.attributes), small.w, small.s)
         preps[name] = dataclasses.replace(base, w=small.w, s=small.s)
     choices = {}
     for name, q in wl.queries.items():

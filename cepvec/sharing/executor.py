@@ -15,6 +15,7 @@ with :func:`cepvec.runtime.output.assemble_output`, as the linear path does.
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -76,11 +77,15 @@ class SharedRun:
         self.trie = Trie([sequence_of(queries[n]) for n in self.names])
         self.parent = np.array(self.trie.parent, np.int64)
         self.qleaf = np.array(self.trie.leaf, np.int64)
+        leaves = sorted(set(self.trie.leaf))
+        self.leaf_of = np.full(self.trie.size, -1, np.int64)
+        self.leaf_of[leaves] = np.arange(len(leaves))
         if q0.window.kind == "slide":
             self.mode, self.w, self.s = K.MODE_SLIDE, int(prep.w), int(prep.s)
-            self.R = max(1, -(-self.w // self.s))
+            self.g = math.gcd(self.w, self.s)  # pane length: every window is a run of whole panes
+            self.Rp, self.Rw = self.w // self.g, max(1, -(-self.w // self.s))
         else:
-            self.mode, self.w, self.s, self.R = K.MODE_NONE, 0, 1, 1
+            self.mode, self.w, self.s, self.g, self.Rp, self.Rw = K.MODE_NONE, 0, 1, 1, 1, 1
         self.dtype = np.int64 if numeric == "int64" else np.float64
         schema = prep.df.schema
         self.parts = Partitions(q0, {c: schema[c] for c in q0.partition_by})
@@ -93,16 +98,23 @@ class SharedRun:
         self.view_hash = view_hash(words) if all(x is not None for x in words) else None
 
     def _alloc(self, n_part: int):
-        self.cnt = np.zeros((n_part, self.trie.size, self.R), self.dtype)
-        self.tag = np.full((n_part, self.trie.size, self.R), -1, np.int64)
-        self.slot_k = np.full((n_part, self.R), -1, np.int64)
+        n_leaf = int(self.leaf_of.max()) + 1
+        self.state = [np.zeros((n_part, self.trie.size, self.Rp), self.dtype),  # C: counts by start pane
+                      np.full((n_part, self.trie.size, self.Rp), K.NO_TAG, np.int64),  # ctag
+                      np.zeros((n_part, self.trie.size), np.int64),  # mask of non-zero start panes
+                      np.zeros((n_part, n_leaf, self.Rw), self.dtype),  # W: window totals of leaves
+                      np.full((n_part, n_leaf, self.Rw), K.NO_TAG, np.int64),  # wtag
+                      np.full((n_part, self.Rw), -1, np.int64)]  # slot_k: the window of each slot
+
+    @property
+    def n_part(self) -> int:
+        return len(self.state[0])
 
     def _grow(self, n_part: int):
-        cnt, tag, slot_k = self.cnt, self.tag, self.slot_k
-        self._alloc(max(n_part, 2 * len(cnt)))
-        self.cnt[:len(cnt)] = cnt
-        self.tag[:len(cnt)] = tag
-        self.slot_k[:len(cnt)] = slot_k
+        old = self.state
+        self._alloc(max(n_part, 2 * len(old[0])))
+        for new, o in zip(self.state, old):
+            new[:len(o)] = o
 
     def _buffers(self, cap: int):
         return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
@@ -140,13 +152,13 @@ class SharedRun:
     def _run(self, pid, times, codes):
         if not len(times):
             return
-        if int(pid.max()) >= len(self.cnt):
+        if int(pid.max()) >= self.n_part:
             self._grow(int(pid.max()) + 1)
         start = 0
         while True:
             status, start, n = K.run_shared(pid, times, codes, self.trie.type_ptr, self.trie.type_nodes,
-                                            self.parent, self.qleaf, self.mode, self.w, self.s,
-                                            self.dtype is np.int64, self.cnt, self.tag, self.slot_k, start, *self.out)
+                                            self.parent, self.leaf_of, self.qleaf, self.mode, self.w, self.s,
+                                            self.g, self.dtype is np.int64, *self.state, start, *self.out)
             if n:
                 self.chunks.append(tuple(a[:n].copy() for a in self.out))
             if status == 0:
@@ -162,9 +174,9 @@ class SharedRun:
         if self.held is not None:
             self._run(*self.held)
             self.held = None
-        cap = max(1, self.cnt.shape[0] * self.R * len(self.qleaf))
+        cap = max(1, self.n_part * self.Rw * len(self.qleaf))
         out = self._buffers(cap)
-        n = K.emit_open(self.cnt, self.tag, self.slot_k, self.qleaf, *out)
+        n = K.emit_open(*self.state[3:], self.leaf_of, self.qleaf, *out)
         chunks = self.chunks + [tuple(a[:n] for a in out)]
         qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
         cells = pl.DataFrame({"__q": qj, "__pid": pid, "__key": key, "__v0": val})

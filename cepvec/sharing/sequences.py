@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from cepvec.lang.render import render_plan_expr
 from cepvec.plan.ir import Leaf, Query, Seq
 from cepvec.runtime.prepare import UNIT_NS
+
+
+#: most panes per window (counters per partition and node) the shared executor keeps
+MAX_PANES = 4096
 
 
 def sequence_of(q: Query) -> tuple[str, ...] | None:
@@ -52,6 +57,11 @@ def _duration(d) -> tuple | None:
     return (Fraction(str(d.value)) * UNIT_NS[d.unit], "abs")
 
 
+def _gcd(a: Fraction, b: Fraction) -> Fraction:
+    """The largest duration both are whole multiples of (the executor's pane length)."""
+    return Fraction(math.gcd(a.numerator * b.denominator, b.numerator * a.denominator), a.denominator * b.denominator)
+
+
 def class_key(q: Query) -> tuple:
     """Queries share only with queries of the same key: window, keys, local predicates, strategy."""
     local = tuple(sorted((q.occs[o].types[0], tuple(render_plan_expr(x) for x in v)) for o, v in q.local.items() if v))
@@ -67,6 +77,12 @@ def executor_support(q: Query) -> str | None:
         return why
     if q.window.kind not in ("slide", "none"):
         return f"window {q.window.kind} (the shared executor runs WITHIN ... SLIDE and no window)"
+    if q.window.kind == "slide":
+        (w, wu), (sl, su) = _duration(q.window.within), _duration(q.window.slide)
+        panes = w / _gcd(w, sl) if wu == su else None
+        if panes is None or panes > MAX_PANES:
+            return (f"WITHIN is {panes} panes of gcd(WITHIN, SLIDE) (the shared executor keeps at most {MAX_PANES})"
+                    if panes is not None else "WITHIN and SLIDE mix a bare number and a unit")
     if any(not a.star for a in q.aggs):
         return "aggregates other than COUNT(*)"
     if any(q.local.values()):

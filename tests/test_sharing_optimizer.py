@@ -69,7 +69,7 @@ def test_workload_of_figure_1_queries_explains_its_plan():
     text = wl.explain()
     assert "k: not sharable (Kleene pattern)" in text
     assert "((OakSt, MainSt), {q1, q2, q3, q4})" in text
-    assert "estimated cost:" in text and "plan (auto):" in text
+    assert "estimated cost (Sharon equations 2-8):" in text and "Sharon plan (auto):" in text
 
 
 @st.composite
@@ -97,3 +97,14 @@ def test_plan_finder_weight_equals_exhaustive(wr):
     assert g.weight(greedy) >= guaranteed_weight(g) - 1e-9  # GWMIN's guarantee (equation 10)
     assert plan_sequences(seqs, "exhaustive", rates).score == pytest.approx(plan_sequences(seqs, "auto", rates).score) \
         if len(sharon_graph(sharing_candidates(seqs, rates), seqs).vertices) <= 16 else True
+
+
+def test_explain_says_what_the_executor_shares():
+    texts = {n: f"RETURN COUNT(*) PATTERN SEQ({', '.join(s)}) WHERE [vehicle] WITHIN 10 min SLIDE 1 min"
+             for n, s in (("q1", "ABC"), ("q2", "ABD"), ("q3", "AE"), ("q4", "CD"))}
+    wl = cepvec.workload(texts)
+    assert wl.plan.shared_groups == (("q1", "q2", "q3", "q4"),)
+    lines = wl.explain().splitlines()
+    assert lines[-1] == "  7 prefix counters instead of 10; computed once: (A) for {q1, q2, q3}; (A, B) for {q1, q2}"
+    none = cepvec.workload(texts, sharing="none")
+    assert none.plan.shared_groups == () and none.explain().endswith("every query runs on its own path)")

@@ -427,14 +427,35 @@ def explain_plan(wl) -> str:
             for v in red.conflict_free:
                 lines.append(f"  v{v} is conflict-free: in every optimal plan")
         chosen = ", ".join(g.vertices[i].label for i in cp.chosen) or "nothing"
-        lines.append(f"  plan ({cp.finder}): {chosen}; score {cp.score:g}")
-        lines.append(f"  estimated cost: {cp.cost_without:g} without sharing, {cp.cost_without - cp.score:g} with")
+        lines.append(f"  Sharon plan ({cp.finder}): {chosen}; score {cp.score:g}")
+        lines.append(f"  estimated cost (Sharon equations 2-8): {cp.cost_without:g} without sharing, "
+                     f"{cp.cost_without - cp.score:g} with")
     for group in plan.shared_groups:
-        lines.append(f"shared executor (prefix counters per window, common prefixes computed once): "
+        seqs = {n: sequence_of(wl.queries[n]) for n in group}
+        lines.append(f"shared executor (A-Seq prefix sharing: one trie of prefix counters by start pane): "
                      f"{', '.join(group)}")
+        shared = shared_prefixes(seqs)
+        counters = len({s[:j] for s in seqs.values() for j in range(1, len(s) + 1)})
+        lines.append(f"  {counters} prefix counters instead of {sum(map(len, seqs.values()))}; "
+                     + ("computed once: " + "; ".join(f"({', '.join(p)}) for {{{', '.join(qs)}}}"
+                                                       for p, qs in shared) if shared else "no common prefix"))
     if not plan.shared_groups:
         lines.append("shared executor: not used (every query runs on its own path)")
     return "\n".join(lines)
+
+
+def shared_prefixes(seqs: dict[str, tuple[str, ...]]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The longest prefixes common to two or more queries, each with those queries (the executor's sharing)."""
+    by_prefix: dict[tuple[str, ...], list[str]] = {}
+    for name, seq in seqs.items():
+        for j in range(1, len(seq) + 1):
+            by_prefix.setdefault(seq[:j], []).append(name)
+    out = []
+    for p, names in by_prefix.items():
+        if len(names) > 1 and not any(len(p2) == len(p) + 1 and p2[:-1] == p and len(n2) == len(names)
+                                      for p2, n2 in by_prefix.items()):
+            out.append((p, tuple(names)))
+    return sorted(out)
 
 
 def _window(q: Query) -> str:

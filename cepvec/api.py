@@ -6,7 +6,7 @@ import polars as pl
 
 from cepvec.paths.reference.run import reference_progress
 from cepvec.registry import choose, count_matches_online, run_engine
-from cepvec.errors import CepvecPlanError, CepvecTypeError
+from cepvec.errors import CepvecError, CepvecPlanError, CepvecTypeError
 from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
 from cepvec.plan.compile import compile_query
 from cepvec.plan.ir import Query
@@ -373,7 +373,8 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     Returns
     -------
     dict of str to polars.DataFrame
-        Per query name exactly the frame ``cepvec.run(query, events)`` returns.
+        Per query name exactly the frame ``cepvec.run(query, events)`` returns (for a Spark
+        DataFrame, the Spark DataFrame ``cepvec.run`` returns: one job per query, no sharing).
 
     Raises
     ------
@@ -389,8 +390,18 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     >>> [out[n]["COUNT(*)"].to_list() for n in ("ab", "abc")]
     [[1], [1]]
     """
-    from cepvec.sharing import run_many as run_many_  # noqa: PLC0415  (the multi-query layer)
+    from cepvec.sharing import compile_workload, run_many as run_many_  # noqa: PLC0415  (the multi-query layer)
+    from cepvec.sharing.workload import Workload, named  # noqa: PLC0415
 
+    if _is_spark(events):  # one Spark job per query (no sharing on Spark yet: docs/sharing.md)
+        wl = queries if isinstance(queries, Workload) else compile_workload(queries, sharing)
+        out = {}
+        for name, q in wl.queries.items():
+            try:
+                out[name] = run(q, events, engine=engine, time_unit=time_unit, numeric=numeric)
+            except CepvecError as exc:
+                raise named(exc, name) from None
+        return out
     return run_many_(queries, events, sharing=sharing, engine=engine, numeric=numeric, time_unit=time_unit)
 
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cepvec.kernels._jit import jit
+from cepvec.kernels._jit import jit, jit_inline
 
 MODE_NONE = 0
 MODE_SLIDE = 1
@@ -62,6 +62,21 @@ _DEBRUIJN_MUL = 0x03F79D71B4CB0A89
 _DEBRUIJN = np.zeros(64, np.int64)
 for _i in range(64):
     _DEBRUIJN[(((1 << _i) * _DEBRUIJN_MUL) & ((1 << 64) - 1)) >> 58] = _i
+
+
+@jit_inline
+def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n_out):
+    """Append a row per query with a non-zero count in window ``k`` (slot ``r``) of partition ``p``
+    (once per window, not per event); returns the new row count."""
+    for q in range(len(qleaf)):
+        lf = leaf_of[qleaf[q]]
+        if wtag[p, lf, r] == k and W[p, lf, r] != 0:
+            out_q[n_out] = q
+            out_p[n_out] = p
+            out_k[n_out] = k
+            out_v[n_out] = W[p, lf, r]
+            n_out += 1
+    return n_out
 
 
 @jit
@@ -135,14 +150,7 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, leaf_of, qleaf, 
                 if old >= 0:
                     if n_out + Q > cap:
                         return 1, i, n_out
-                    for q in range(Q):
-                        lf = leaf_of[qleaf[q]]
-                        if wtag[p, lf, r] == old and W[p, lf, r] != 0:
-                            out_q[n_out] = q
-                            out_p[n_out] = p
-                            out_k[n_out] = old
-                            out_v[n_out] = W[p, lf, r]
-                            n_out += 1
+                    n_out = _emit_window(W, wtag, leaf_of, qleaf, p, r, old, out_q, out_p, out_k, out_v, n_out)
                 slot_k[p, r] = k  # no reset: totals tagged with an older window read as 0
         tie = tie_prev[i] or tie_next[i]
         if tie and t != j_time:
@@ -243,12 +251,5 @@ def emit_open(W, wtag, slot_k, leaf_of, qleaf, out_q, out_p, out_k, out_v):
             k = slot_k[p, r]
             if k < 0:
                 continue
-            for q in range(len(qleaf)):
-                lf = leaf_of[qleaf[q]]
-                if wtag[p, lf, r] == k and W[p, lf, r] != 0:
-                    out_q[n_out] = q
-                    out_p[n_out] = p
-                    out_k[n_out] = k
-                    out_v[n_out] = W[p, lf, r]
-                    n_out += 1
+            n_out = _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n_out)
     return n_out

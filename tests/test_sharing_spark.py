@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore::cepvec.erro
 
 
 def test_run_many_on_spark_equals_local(spark):
-    texts = ecommerce_workload(3, n_items=6, min_length=2, max_length=3, n_segments=2, within="30 min",
+    texts = ecommerce_workload(1, n_items=6, min_length=2, max_length=3, n_segments=2, within="30 min",
                                slide="10 min")
     texts["kleene"] = "RETURN customer, COUNT(*) PATTERN SEQ(Item00, Item01+) GROUP-BY customer WITHIN 30 min"
     events = ecommerce_stream(n_events=600, seed=2, n_items=6, n_customers=4).drop("price")
@@ -27,5 +27,5 @@ def test_run_many_on_spark_equals_local(spark):
     for name, frame in got.items():
         rows = pl.from_arrow(frame.toArrow())
         assert_frame_equal(rows, local[name], check_exact=True)
-    with pytest.raises(cepvec.CepvecPlanError, match="^query 'q0': attribute 'customer'"):
+    with pytest.raises(cepvec.CepvecPlanError, match="^query 'q0': .*'customer'"):
         cepvec.run_many(texts, spark.createDataFrame(events.drop("customer").to_pandas()))

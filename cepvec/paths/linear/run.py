@@ -39,6 +39,20 @@ _BIG = np.iinfo(np.int64).max // 4
 _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
 
 
+def string_views(col: pl.Series):
+    """The (n, 2) uint64 Arrow view words of a null-free String column (zero-copy), else None."""
+    if not (len(col) and col.dtype == pl.String and col.null_count() == 0):
+        return None
+    arr = col.to_arrow(compat_level=pl.CompatLevel.newest())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_string_view(arr.type):
+        return None
+    n = len(arr)
+    views = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (arr.offset + n))
+    return views.reshape(-1, 2)[arr.offset:]
+
+
 class LinearStream(Partitions):
     """Incremental evaluation of one query with the linear-map kernels."""
 
@@ -124,17 +138,7 @@ class LinearStream(Partitions):
     def _views(self, df: pl.DataFrame):
         """The (n, 2) uint64 Arrow view words of the type column (zero-copy), or None when
         the column is not a null-free String column or a query type is not inline."""
-        col = df[self.q.type_col]
-        if not (self.views_ok and len(df) and col.dtype == pl.String and col.null_count() == 0):
-            return None
-        arr = col.to_arrow(compat_level=pl.CompatLevel.newest())
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks()
-        if not pa.types.is_string_view(arr.type):
-            return None
-        n = len(arr)
-        views = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (arr.offset + n))
-        return views.reshape(-1, 2)[arr.offset:]
+        return string_views(df[self.q.type_col]) if self.views_ok else None
 
     def _type_codes(self, df: pl.DataFrame) -> np.ndarray:
         """Code per event: 1 + index of its type in ``type_names``, 0 for other types."""

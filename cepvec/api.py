@@ -6,7 +6,7 @@ import polars as pl
 
 from cepvec.paths.reference.run import reference_progress
 from cepvec.registry import choose, count_matches_online, run_engine
-from cepvec.errors import CepvecPlanError, CepvecTypeError, UnsupportedByEngine
+from cepvec.errors import CepvecError, CepvecPlanError, CepvecTypeError, UnsupportedByEngine
 from cepvec.paths.match import MATCH_ENGINES, MATCH_FORMATS, collect_matches, match_batches, match_engine
 from cepvec.paths.match.run import wide_frame
 from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
@@ -440,4 +440,88 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
                        spark_window_block=window_block)
 
 
-__all__ = ["compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors"]
+
+
+def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", numeric: str = "int64",
+             time_unit: str | None = None) -> dict[str, pl.DataFrame]:
+    """Evaluate many queries over one input in one pass, sharing what the sharing plan shares.
+
+    Parameters
+    ----------
+    queries : dict of str to (str or Query), list of them, or Workload
+        Named queries (a list is named ``q0``, ``q1``, ...), or a :class:`Workload`
+        from :func:`workload`.
+    events : polars.DataFrame, pyarrow.Table, pyarrow.RecordBatch or pandas.DataFrame
+        As in :func:`run`.
+    sharing : {"auto", "none", "greedy", "exhaustive"}
+        ``"none"``: every query runs on its own path, all in one pass over the
+        prepared input; ``"auto"``: the optimizer's plan (``docs/sharing.md``);
+        ``"greedy"`` / ``"exhaustive"`` force that plan finder.
+    engine, numeric, time_unit
+        As in :func:`run`; ``engine="reference"`` runs every query alone on the
+        reference engine.
+
+    Returns
+    -------
+    dict of str to polars.DataFrame
+        Per query name exactly the frame ``cepvec.run(query, events)`` returns (for a Spark
+        DataFrame, the Spark DataFrame ``cepvec.run`` returns: one job per query, no sharing).
+
+    Raises
+    ------
+    CepvecError
+        As :func:`run` raises for a query; the message starts with the query's name.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ev = pl.DataFrame({"type": ["A", "B", "C"], "time": [1, 2, 3]})
+    >>> out = run_many({"ab": "RETURN COUNT(*) PATTERN SEQ(A, B)",
+    ...                 "abc": "RETURN COUNT(*) PATTERN SEQ(A, B, C)"}, ev)
+    >>> [out[n]["COUNT(*)"].to_list() for n in ("ab", "abc")]
+    [[1], [1]]
+    """
+    from cepvec.sharing import compile_workload, run_many as run_many_  # noqa: PLC0415  (the multi-query layer)
+    from cepvec.sharing.workload import Workload, named  # noqa: PLC0415
+
+    if _is_spark(events):  # one Spark job per query (no sharing on Spark yet: docs/sharing.md)
+        wl = queries if isinstance(queries, Workload) else compile_workload(queries, sharing)
+        out = {}
+        for name, q in wl.queries.items():
+            try:
+                out[name] = run(q, events, engine=engine, time_unit=time_unit, numeric=numeric)
+            except CepvecError as exc:
+                raise named(exc, name) from None
+        return out
+    return run_many_(queries, events, sharing=sharing, engine=engine, numeric=numeric, time_unit=time_unit)
+
+
+def workload(queries, *, sharing: str = "auto"):
+    """Compile a workload of named queries and find its sharing plan.
+
+    Parameters
+    ----------
+    queries : dict of str to (str or Query), or list
+        As in :func:`run_many`.
+    sharing : {"auto", "none", "greedy", "exhaustive"}
+        Which plan finder to use (``"none"``: no sharing).
+
+    Returns
+    -------
+    Workload
+        ``.queries`` (name -> Query), ``.plan`` (the sharing plan) and
+        ``.explain()`` (candidates, benefits, conflicts, pruning, the plan, costs).
+
+    Examples
+    --------
+    >>> wl = workload(["RETURN COUNT(*) PATTERN SEQ(A, B, C)", "RETURN COUNT(*) PATTERN SEQ(A, B, D)"])
+    >>> wl.names
+    ['q0', 'q1']
+    """
+    from cepvec.sharing import compile_workload  # noqa: PLC0415
+
+    return compile_workload(queries, sharing)
+
+
+__all__ = ["compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors", "run_many",
+           "workload"]

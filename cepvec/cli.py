@@ -1,8 +1,9 @@
 """Command-line interface: ``cepvec run``, ``cepvec matches``, ``cepvec explain`` and ``cepvec demo``.
 
 ``cepvec run QUERY INPUT [-o OUTPUT]`` evaluates a query over a Parquet, CSV
-or Arrow IPC file; ``cepvec matches QUERY INPUT [-o OUTPUT]`` lists the matches
-(written batch by batch); ``cepvec explain QUERY`` prints the compiled plan;
+or Arrow IPC file (``cepvec run --workload FILE INPUT -o DIR``: many queries
+in one pass, ``cepvec.run_many``); ``cepvec matches QUERY INPUT [-o OUTPUT]`` lists
+the matches (written batch by batch); ``cepvec explain QUERY`` prints the compiled plan;
 ``cepvec demo`` runs the GRETA and A-Seq example queries on seeded synthetic
 streams (``cepvec.generators``).
 
@@ -15,9 +16,12 @@ types, data) or an unreadable / unwritable file, 130 on Ctrl-C. Errors print
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 import time
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -29,6 +33,8 @@ from cepvec.api import NUMERIC, compile, iter_matches, run  # noqa: A004  (cepve
 from cepvec.registry import ENGINES, choose
 from cepvec.errors import CepvecError
 from cepvec.runtime.prepare import TIME_UNITS
+from cepvec.sharing import compile_workload, run_many
+from cepvec.sharing.workload import SHARING, named
 
 #: Rows of a result table the demo prints (polars shows the first and last halves).
 DEMO_ROWS = 10
@@ -150,7 +156,62 @@ def format_table(df: pl.DataFrame, max_rows: int | None = None) -> str:
 # ---------------------------------------------------------------------------
 
 
+def read_workload(path: str) -> dict[str, str]:
+    """Named queries from a .toml or .json file (``name = "query"``), else one query per line (``q0``,
+    ``q1``, ...; blank lines and lines starting with ``#`` are skipped)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read workload file '{path}': {exc}") from exc
+    suffix = p.suffix.lower()
+    if suffix in (".toml", ".json"):
+        try:
+            data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+            raise CliError(f"workload file '{path}' is not valid {suffix[1:].upper()}: {exc}") from exc
+        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+            raise CliError(f"workload file '{path}' must map query names to query text, e.g. q1 = \"RETURN ...\"")
+        queries = dict(data)
+    else:
+        lines = [ln.strip() for ln in text.splitlines()]
+        queries = {f"q{i}": ln for i, ln in enumerate(x for x in lines if x and not x.startswith("#"))}
+    if not queries:
+        raise CliError(f"workload file '{path}' holds no query")
+    bad = [n for n in queries if not re.fullmatch(r"[A-Za-z0-9_.-]+", n) or n.startswith(".")]
+    if bad:
+        raise CliError(f"query name {bad[0]!r} in '{path}' cannot name an output file; use letters, digits, "
+                       "'_', '-' and '.'")
+    return queries
+
+
+def cmd_run_workload(args: argparse.Namespace) -> int:
+    if args.output is None:
+        raise CliError("with --workload pass -o DIR: one output file per query is written there")
+    queries = read_workload(args.workload)
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CliError(f"output '{out_dir}' exists and is not a directory")
+    compiled = {}
+    for n, t in queries.items():
+        try:
+            compiled[n] = compile(t, type_col=args.type_col, time_col=args.time_col)
+        except CepvecError as exc:
+            raise named(exc, n) from None
+    workload = compile_workload(compiled, args.sharing)
+    events = parse_time_strings(read_events(args.query), args.time_col, args.query)
+    results = run_many(workload, events, sharing=args.sharing, engine=args.engine, time_unit=args.time_unit,
+                       numeric=args.numeric)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, frame in results.items():
+        write_table(frame, out_dir / f"{name}.{args.format}")
+    print(f"{len(results)} results written to {out_dir}/ ({', '.join(results)})")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.workload is not None:
+        return cmd_run_workload(args)
     if args.output is not None:
         _format_of(Path(args.output), "output")  # fail before the work, not after
     text = read_query(args.query)
@@ -303,9 +364,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(format_table(result, DEMO_ROWS))
     for f in background or ():
         f.cancel()  # a family not started yet is no longer needed: this process compiled it
+    _demo_workload(n, seed, args.engine)
     print()
     print(f"total elapsed: {time.perf_counter() - start:.2f} s")
     return 0
+
+
+def _demo_workload(n: int, seed: int, engine: str) -> None:
+    """A small Sharon e-commerce workload: its sharing plan and one ``run_many`` pass."""
+    texts = generators.ecommerce_workload(6, seed=seed, n_items=8, min_length=3, max_length=4, n_segments=3)
+    events = generators.ecommerce_stream(n_events=n, seed=seed, n_items=8, n_customers=5)
+    workload = compile_workload(texts)
+    t0 = time.perf_counter()
+    results = run_many(workload, events, engine=engine)
+    elapsed = time.perf_counter() - t0
+    print()
+    print("== Sharon e-commerce workload: 6 queries in one pass (cepvec.run_many) ==")
+    print(workload.explain())
+    print(f"stream:  {events.height} purchases, 8 item types, 5 customers")
+    print(f"run_many took {elapsed:.3f} s (the first call includes kernel compilation or cache load)")
+    first = next(iter(results))
+    print(f"{first}: {texts[first]}")
+    print(format_table(results[first], DEMO_ROWS))
 
 
 def _warm_up_sample(q, events: pl.DataFrame) -> pl.DataFrame:
@@ -360,14 +440,6 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
                    help="occurrence-time column (default: %(default)s)")
 
 
-def _add_query_input_output(p: argparse.ArgumentParser, what: str, how: str) -> None:
-    p.add_argument("query", metavar="QUERY", help="query text, or a file holding it")
-    p.add_argument("input", metavar="INPUT", help="events: .parquet, .csv or .arrow/.ipc")
-    p.add_argument("-o", "--output", metavar="OUTPUT",
-                   help=f"write {what} here (.parquet, .csv or .arrow/.ipc){how} instead of printing "
-                        f"{'it' if what == 'the result' else 'them'}")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cepvec",
@@ -378,7 +450,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="evaluate a query over an event file",
                        description="Evaluate QUERY over the events in INPUT.")
-    _add_query_input_output(p, "the result", "")
+    p.add_argument("query", metavar="QUERY", help="query text, or a file holding it")
+    p.add_argument("input", metavar="INPUT", nargs="?", help="events: .parquet, .csv or .arrow/.ipc")
+    p.add_argument("-o", "--output", metavar="OUTPUT",
+                   help="write the result here (.parquet, .csv or .arrow/.ipc) "
+                        "instead of printing it; with --workload, a directory")
+    p.add_argument("--workload", metavar="FILE", default=None,
+                   help="run many queries in one pass (cepvec run --workload FILE INPUT -o DIR): FILE holds "
+                        "one query per line, or a .toml / .json table of named queries")
+    p.add_argument("--sharing", choices=SHARING, default="auto",
+                   help="with --workload: sharing mode of cepvec.run_many (default: %(default)s)")
+    p.add_argument("--format", choices=("parquet", "csv", "arrow"), default="parquet",
+                   help="with --workload: format of the output files (default: %(default)s)")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="engine (default: %(default)s, the fastest that supports the query)")
     _add_columns(p)
@@ -391,7 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("matches", help="list the matches of a query over an event file",
                        description="List the matches (composite events) of QUERY over the events in INPUT.")
-    _add_query_input_output(p, "the matches", " batch by batch")
+    p.add_argument("query", metavar="QUERY", help="query text, or a file holding it")
+    p.add_argument("input", metavar="INPUT", help="events: .parquet, .csv or .arrow/.ipc")
+    p.add_argument("-o", "--output", metavar="OUTPUT",
+                   help="write the matches here (.parquet, .csv or .arrow/.ipc) batch by batch instead of "
+                        "printing them")
     p.add_argument("--engine", choices=("auto", "match", "reference"), default="auto",
                    help="engine (default: %(default)s: the match engine when it runs the query)")
     p.add_argument("--format", choices=("long", "wide"), default="long",
@@ -462,6 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command == "run" and (args.input is None) == (args.workload is None):
+            parser.error("run takes QUERY INPUT, or --workload FILE INPUT -o DIR")
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else 2
     with warnings.catch_warnings():

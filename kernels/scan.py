@@ -399,7 +399,7 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                             v = _ls(PM, tr_guards[gg], ev_t, lo, hi, ti)
                             if v > glim:
                                 glim = v
-                        nc = 0
+                        nc = np.int64(0)  # typed: a literal 0 here made _eval_block compile twice
                         for x in range(xlo[i - lo], gstart[i - lo]):
                             if (ev_bind[x] >> p) & 1 != 0 and ev_t[x] >= glim:
                                 v = ST[x - lo, p]
@@ -506,7 +506,7 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                         v = _ls(PM, tr_guards[gg], ev_t, lo, hi, ti)
                         if v > glim:
                             glim = v
-                    nc = 0
+                    nc = np.int64(0)
                     for x in range(xlo[i - lo], gstart[i - lo]):
                         if off[x - lo, p] >= 0 and ev_t[x] >= glim:
                             if single or max(blo[x - lo], b0) < min(bhi[x - lo], b1):

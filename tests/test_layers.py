@@ -28,6 +28,7 @@ LAYERS = [
     ("run-time pieces", ["cepvec.runtime.*"]),
     ("physical paths", ["cepvec.paths.*"]),
     ("engine registry", ["cepvec.registry"]),
+    ("multi-query", ["cepvec.sharing.*"]),
     ("arrow kernel", ["cepvec.arrow_kernel", "cepvec.match_kernel"]),
     ("explain", ["cepvec.explain"]),
     ("adapters", ["cepvec.spark_adapter.*"]),

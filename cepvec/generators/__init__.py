@@ -23,6 +23,9 @@ Conventions shared by all generators:
 
 ``WORKLOADS`` maps the short names ``"stock"``, ``"cluster"``, ``"traffic"``,
 ``"purchases"`` and ``"abcd"`` to the generator functions.
+:mod:`cepvec.generators.sharon` makes Sharon's multi-query workloads
+(``traffic_workload``, ``ecommerce_workload``) for ``cepvec.run_many`` and
+their stream (``ecommerce_stream``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import polars as pl
 from cepvec.generators._common import DEFAULT_ITEMS, FEET_PER_SEGMENT
 from cepvec.generators.aseq import purchases, sequence_abcd
 from cepvec.generators.greta import cluster_monitoring, stock_trades, traffic
+from cepvec.generators.sharon import ecommerce_stream, ecommerce_workload, traffic_workload
 
 __all__ = [
     "stock_trades",
@@ -41,6 +45,9 @@ __all__ = [
     "traffic",
     "purchases",
     "sequence_abcd",
+    "ecommerce_stream",
+    "ecommerce_workload",
+    "traffic_workload",
     "WORKLOADS",
     "DEFAULT_ITEMS",
     "FEET_PER_SEGMENT",

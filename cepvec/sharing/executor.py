@@ -1,0 +1,224 @@
+"""The shared executor: the queries of one sharing class on one trie of prefix counters.
+
+Every query the executor runs (:func:`executor_support`) is a fixed-length
+``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE`` or no
+window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions). The
+queries of the class become one trie of prefixes (A-Seq section 4's prefix
+sharing): a prefix common to several queries is counted once per event and
+window for all of them. :mod:`cepvec.kernels.sharing` runs the counters;
+this module encodes the batches (type codes, partition ids through
+:class:`cepvec.runtime.partitions.Partitions`), keeps the state across batches
+(results do not depend on the cuts: the state is per partition and window,
+and equal times are handled inside the kernel) and builds each query's frame
+with :func:`cepvec.runtime.output.assemble_output`, as the linear path does.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+
+from cepvec.kernels import sharing as K
+from cepvec.kernels.linear import dense_ids_direct, min_max, view_codes, view_hash, view_words
+from cepvec.paths.linear.run import string_views
+from cepvec.plan.ir import Query
+from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
+from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.prepare import Prepared
+from cepvec.sharing.sequences import sequence_of
+
+
+class Trie:
+    """The prefixes of the queries' sequences: ``parent`` and last type per node, the last node per query."""
+
+    def __init__(self, seqs: list[tuple[str, ...]]):
+        self.node_of: dict[tuple[str, ...], int] = {(): 0}
+        self.parent = [0]
+        self.last: list[str | None] = [None]
+        self.leaf = []
+        for seq in seqs:
+            for j in range(1, len(seq) + 1):
+                pre = seq[:j]
+                if pre not in self.node_of:
+                    self.node_of[pre] = len(self.parent)
+                    self.parent.append(self.node_of[seq[:j - 1]])
+                    self.last.append(seq[j - 1])
+            self.leaf.append(self.node_of[seq])
+        self.types = list(dict.fromkeys(t for t in self.last if t is not None))
+        code = {t: c for c, t in enumerate(self.types, start=1)}
+        depth = [0] * len(self.parent)
+        for node in range(1, len(self.parent)):
+            depth[node] = depth[self.parent[node]] + 1
+        by_code: list[list[int]] = [[] for _ in range(len(self.types) + 1)]
+        for node in sorted(range(1, len(self.parent)), key=lambda x: -depth[x]):  # deepest first (kernel)
+            by_code[code[self.last[node]]].append(node)
+        self.type_ptr = np.zeros(len(by_code) + 1, np.int64)
+        self.type_ptr[1:] = np.cumsum([len(b) for b in by_code])
+        self.type_nodes = np.array([x for b in by_code for x in b], np.int64)
+
+    @property
+    def size(self) -> int:
+        """Counters per window and partition (the empty prefix included)."""
+        return len(self.parent)
+
+
+class SharedRun:
+    """One run of the shared executor over time-ordered batches (``push`` then ``finish``)."""
+
+    def __init__(self, queries: dict[str, Query], prep: Prepared, *, numeric: str = "int64"):
+        self.queries = queries
+        self.names = list(queries)
+        self.q0 = q0 = queries[self.names[0]]
+        self.prep = prep
+        self.numeric = numeric
+        self.trie = Trie([sequence_of(queries[n]) for n in self.names])
+        self.parent = np.array(self.trie.parent, np.int64)
+        self.qleaf = np.array(self.trie.leaf, np.int64)
+        leaves = sorted(set(self.trie.leaf))
+        self.leaf_of = np.full(self.trie.size, -1, np.int64)
+        self.leaf_of[leaves] = np.arange(len(leaves))
+        if q0.window.kind == "slide":
+            self.mode, self.w, self.s = K.MODE_SLIDE, int(prep.w), int(prep.s)
+            self.g = math.gcd(self.w, self.s)  # pane length: every window is a run of whole panes
+            self.Rp, self.Rw = self.w // self.g, max(1, -(-self.w // self.s))
+        else:
+            self.mode, self.w, self.s, self.g, self.Rp, self.Rw = K.MODE_NONE, 0, 1, 1, 1, 1
+        self.dtype = np.int64 if numeric == "int64" else np.float64
+        schema = prep.df.schema
+        self.parts = Partitions(q0, {c: schema[c] for c in q0.partition_by})
+        self._alloc(0)
+        self.cap = 1 << 14
+        self.out = self._buffers(self.cap)
+        self.chunks: list[tuple[np.ndarray, ...]] = []
+        self.held: tuple[np.ndarray, ...] | None = None  # events of the last time stamp pushed so far
+        words = [view_words(t) for t in self.trie.types]
+        self.view_hash = view_hash(words) if all(x is not None for x in words) else None
+
+    def _alloc(self, n_part: int):
+        n_leaf = int(self.leaf_of.max()) + 1
+        self.state = [np.zeros((n_part, self.trie.size, self.Rp), self.dtype),  # C: counts by start pane
+                      np.full((n_part, self.trie.size, self.Rp), K.NO_TAG, np.int64),  # ctag
+                      np.zeros((n_part, self.trie.size), np.int64),  # mask of non-zero start panes
+                      np.zeros((n_part, n_leaf, self.Rw), self.dtype),  # W: window totals of leaves
+                      np.full((n_part, n_leaf, self.Rw), K.NO_TAG, np.int64),  # wtag
+                      np.full((n_part, self.Rw), -1, np.int64)]  # slot_k: the window of each slot
+
+    @property
+    def n_part(self) -> int:
+        return len(self.state[0])
+
+    def _grow(self, n_part: int):
+        old = self.state
+        self._alloc(max(n_part, 2 * len(old[0])))
+        for new, o in zip(self.state, old):
+            new[:len(o)] = o
+
+    def _buffers(self, cap: int):
+        return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
+
+    def _codes(self, df: pl.DataFrame) -> np.ndarray:
+        """Code per event: 1 + index of its type in the trie's types, 0 for other types."""
+        views = string_views(df[self.q0.type_col]) if self.view_hash is not None else None
+        if views is not None:
+            codes = np.empty(len(df), np.int32)
+            view_codes(views, *self.view_hash, codes)
+            return codes
+        col = pl.col(self.q0.type_col).cast(pl.String)
+        expr = col.replace_strict(self.trie.types, list(range(1, len(self.trie.types) + 1)), default=0,
+                                  return_dtype=pl.Int32)
+        return df.select(expr.fill_null(0)).to_series().to_numpy()
+
+    def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+        """Encode a batch and run the events before its last time stamp (those are held back: ties may
+        continue in the next batch)."""
+        if not len(df):
+            return
+        codes = self._codes(df)
+        pid = self._partition_ids(df)
+        times = np.asarray(times, dtype=np.int64)
+        keep = np.flatnonzero(codes)
+        if len(keep) < len(codes):
+            pid, times, codes = pid[keep], times[keep], codes[keep]
+        if self.held is not None:
+            pid, times, codes = (np.concatenate([h, x]) for h, x in zip(self.held, (pid, times, codes)))
+        if not len(times):
+            return
+        cut = int(np.searchsorted(times, times[-1], side="left"))
+        self.held = (pid[cut:], times[cut:], codes[cut:])
+        self._run(pid[:cut], times[:cut], codes[:cut])
+
+    def _partition_ids(self, df: pl.DataFrame) -> np.ndarray:
+        """Dense partition ids: a direct table for one null-free integer key of small range (the usual
+        customer or vehicle id), else :meth:`Partitions.ids`."""
+        keys = self.q0.partition_by
+        col = df[keys[0]] if len(keys) == 1 and len(df) else None
+        if col is None or not col.dtype.is_integer() or col.dtype == pl.UInt64 or col.null_count():
+            return self.parts.ids(df).astype(np.int64, copy=False)
+        vals = col.cast(pl.Int64).to_numpy()
+        vmin, vmax = (int(v) for v in min_max(vals))
+        if vmax - vmin >= min(1 << 20, 8 * len(vals) + 1024):
+            return self.parts.ids(df).astype(np.int64, copy=False)
+        known = self.parts.keys.filter(pl.col(keys[0]).is_between(vmin, vmax))
+        direct = np.full(vmax - vmin + 1, -1, np.int64)
+        direct[known[keys[0]].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
+        n0 = len(self.parts.keys)
+        ids, new_keys = dense_ids_direct(vals, vmin, direct, n0)
+        if len(new_keys):
+            new = pl.DataFrame({keys[0]: pl.Series(new_keys).cast(self.parts.keys.schema[keys[0]]),
+                                "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
+            self.parts.keys = pl.concat([self.parts.keys, new], how="vertical")
+        return ids
+
+    def _run(self, pid, times, codes):
+        if not len(times):
+            return
+        if int(pid.max()) >= self.n_part:
+            self._grow(int(pid.max()) + 1)
+        start = 0
+        while True:
+            status, start, n = K.run_shared(pid, times, codes, self.trie.type_ptr, self.trie.type_nodes,
+                                            self.parent, self.leaf_of, self.qleaf, self.mode, self.w, self.s,
+                                            self.g, self.dtype is np.int64, *self.state, start, *self.out)
+            if n:
+                self.chunks.append(tuple(a[:n].copy() for a in self.out))
+            if status == 0:
+                return
+            if status == -2:
+                raise overflow_error(self.q0, f"near time {int(times[start])} (shared prefix counters)")
+            if n == 0:  # status 1 with nothing written: the buffers hold fewer rows than one window emits
+                self.cap *= 4
+                self.out = self._buffers(self.cap)
+
+    def finish(self) -> dict[str, pl.DataFrame]:
+        """The frame of every query, exactly as ``cepvec.run`` returns it."""
+        if self.held is not None:
+            self._run(*self.held)
+            self.held = None
+        cap = max(1, self.n_part * self.Rw * len(self.qleaf))
+        out = self._buffers(cap)
+        n = K.emit_open(*self.state[3:], self.leaf_of, self.qleaf, *out)
+        chunks = self.chunks + [tuple(a[:n] for a in out)]
+        qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+        cells = pl.DataFrame({"__q": qj, "__pid": pid, "__key": key, "__v0": val})
+        q0 = self.q0  # every query of the class has its GROUP-BY and partitions
+        if q0.group_by:
+            cells = cells.join(self.parts.group_frame(), on="__pid", how="left")
+        by = ["__q", *q0.group_by, "__key"]
+        if q0.partition_by != q0.group_by and len(cells):
+            if self.dtype is np.int64 and sums_overflow(cells, by, ["__v0"]):
+                first = int(cells["__q"][0])
+                raise overflow_error(self.queries[self.names[first]], "when adding up the partitions of a group")
+            cells = cells.group_by(by).agg(pl.col("__v0").sum())
+        cells = cells.sort(by, nulls_last=True)
+        bounds = np.searchsorted(cells["__q"].to_numpy(), np.arange(len(self.names) + 1))
+        frames = {}
+        for j, name in enumerate(self.names):
+            part = cells.slice(int(bounds[j]), int(bounds[j + 1] - bounds[j]))
+            q = self.queries[name]
+            plan = SimpleNamespace(comp_of_agg=[() for _ in q.aggs])
+            frames[name] = assemble_output(q, self.prep, plan, self.numeric, {g: part[g] for g in q.group_by},
+                                           part["__key"].to_numpy(), {"__v0": part["__v0"]})
+        return frames

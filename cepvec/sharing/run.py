@@ -1,0 +1,127 @@
+"""``run_many``: every query of a workload over one prepared input, in one pass over its batches.
+
+The input is validated and sorted once per (type column, time column) pair;
+every other query is checked against one representative row per event type
+(column, dtype and event-type checks, the same messages as ``cepvec.run``) and
+gets its window in the input's unit. Then each batch is pushed once to the
+shared executor (the queries the sharing plan gives it) and to one single-query
+run per remaining query (``registry.choose``: the path ``cepvec.run`` would
+take), and each query's frame is finished exactly as ``cepvec.run`` finishes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from cepvec.errors import CepvecError, CepvecPlanError
+from cepvec.registry import Choice, choose
+from cepvec.runtime.prepare import Prepared, check_predicate_types, output_schema, prepare
+from cepvec.sharing.executor import SharedRun
+from cepvec.sharing.workload import SHARING, Workload, compile_workload, named
+
+NUMERIC = ("int64", "float64")
+
+
+def _checked(name: str, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except CepvecError as exc:
+        raise named(exc, name) from None
+
+
+def prepare_workload(wl: Workload, events, *, engine: str = "auto", numeric: str = "int64",
+                     time_unit: str | None = None) -> tuple[dict[str, Prepared], dict[str, Choice]]:
+    """Per query its :class:`Prepared` input (one sorted frame per column pair) and its :class:`Choice`."""
+    if numeric not in NUMERIC:
+        raise CepvecPlanError(f"numeric must be 'int64' or 'float64'; found {numeric!r}")
+    for name, q in wl.queries.items():
+        _checked(name, choose, q, engine)  # an engine that cannot run a query fails before the data are read
+    preps: dict[str, Prepared] = {}
+    bases: dict[tuple[str, str], tuple[Prepared, pl.DataFrame, set, dict]] = {}
+    for name, q in wl.queries.items():
+        cols = (q.type_col, q.time_col)
+        if cols not in bases:
+            base = _checked(name, prepare, q, events, time_unit=time_unit)
+            # one row per event type: enough for the column, dtype and event-type checks of other queries
+            reps = base.df[base.df[q.type_col].arg_unique()]
+            present = set(reps[q.type_col].cast(pl.String).to_list())
+            bases[cols] = (base, reps, present, {})
+            preps[name] = base
+            continue
+        base, reps, present, seen = bases[cols]
+        # a query whose window was checked, whose attributes were checked, and whose types all occur,
+        # passes every check of prepare (columns, dtypes, types, durations, negative times)
+        wkey = (q.window.within, q.window.slide, q.window.kind)
+        if wkey in seen and set(q.attributes) <= seen[wkey][0] and set(q.event_types) <= present:
+            preps[name] = dataclasses.replace(base, w=seen[wkey][1], s=seen[wkey][2])
+            continue
+        small = _checked(name, prepare, q, reps, time_unit=time_unit, sort=False)
+        if small.s is not None and len(base.times) and base.times.min() < 0:
+            _checked(name, prepare, q, base.df, time_unit=time_unit, sort=False, check_types=False)  # raises
+        attrs = seen[wkey][0] if wkey in seen else set()
+        seen[wkey] = (attrs | set(q.attributes), small.w, small.s)
+        preps[name] = dataclasses.replace(base, w=small.w, s=small.s)
+    choices = {}
+    for name, q in wl.queries.items():
+        p = preps[name]
+        _checked(name, output_schema, q, p.df.schema, p.time_dtype, numeric)  # type errors before any work
+        _checked(name, check_predicate_types, q, p.df.schema)
+        choices[name] = _checked(name, choose, q, engine, p.df.schema)
+    return preps, choices
+
+
+def execute(wl: Workload, preps: dict[str, Prepared], choices: dict[str, Choice], *, numeric: str = "int64",
+            shared: tuple[tuple[str, ...], ...] = (), batches: list[int] | None = None) -> dict[str, pl.DataFrame]:
+    """Push every batch once to each shared run (one per group in ``shared``) and to one run per other query."""
+    runs = {}
+    groups: dict[int, list] = {}  # id of the prepared frame -> the runs that read it
+    shared_runs = []
+    for names in shared:
+        p = preps[names[0]]
+        shared_runs.append(SharedRun({n: wl.queries[n] for n in names}, p, numeric=numeric))
+        groups.setdefault(id(p.df), [p, []])[1].append(shared_runs[-1])
+    in_shared = {n for names in shared for n in names}
+    for name, q in wl.queries.items():
+        if name in in_shared:
+            continue
+        p = preps[name]
+        run = _checked(name, choices[name].open, q, p.df.schema, w=p.w, s=p.s, numeric=numeric)
+        runs[name] = run
+        groups.setdefault(id(p.df), [p, []])[1].append(run)
+    for p, members in groups.values():
+        times = p.times.to_numpy()
+        cuts = [0] + sorted({c for c in (batches or []) if 0 <= c <= len(p.df)}) + [len(p.df)]
+        for a, b in zip(cuts, cuts[1:]):
+            if b > a or a == 0:
+                df, t = p.df[a:b], times[a:b]
+                for run in members:
+                    run.push(df, t)
+    out: dict[str, pl.DataFrame] = {}
+    shared_frames = {}
+    for names, run in zip(shared, shared_runs):
+        shared_frames.update(_checked(names[0], run.finish))
+    for name in wl.queries:
+        if name in shared_frames:
+            out[name] = shared_frames[name]
+        else:
+            out[name] = _checked(name, runs[name].finish, preps[name])
+    return out
+
+
+def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", numeric: str = "int64",
+             time_unit: str | None = None, batches: list[int] | None = None) -> dict[str, pl.DataFrame]:
+    """Evaluate many queries over one input; see :func:`cepvec.run_many`."""
+    if sharing not in SHARING:
+        raise CepvecPlanError(f"sharing must be one of {', '.join(map(repr, SHARING))}; found {sharing!r}")
+    wl = queries if isinstance(queries, Workload) and queries.sharing == sharing else compile_workload(
+        queries.queries if isinstance(queries, Workload) else queries, sharing)
+    preps, choices = prepare_workload(wl, events, engine=engine, numeric=numeric, time_unit=time_unit)
+    shared = ()
+    if sharing != "none" and engine != "reference":
+        shared = wl.plan.shared_groups
+    return execute(wl, preps, choices, numeric=numeric, shared=shared, batches=batches)
+
+
+__all__ = ["run_many", "prepare_workload", "execute"]

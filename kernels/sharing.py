@@ -1,0 +1,255 @@
+"""Shared prefix counters for many fixed-length SEQ queries (A-Seq prefix sharing, Sharon's shared executor).
+
+The queries of one sharing class form a trie of prefixes: node 0 is the empty
+prefix, every other node a prefix ``(E_1 .. E_j)`` with its parent
+``(E_1 .. E_{j-1})``; a prefix common to several queries is one node, so its
+count is computed once per event for all of them (A-Seq's dynamic prefix
+counting: an event of type ``E`` adds the count of ``parent`` to the count of
+every node whose last type is ``E``).
+
+Counts by start pane (A-Seq's Start Event Marking, by pane): time is cut into
+panes of ``g = gcd(WITHIN, SLIDE)`` units, so every window ``[k*s, k*s + w)``
+is a run of whole panes. ``C[p, node, j % Rp]`` counts the matches of the
+prefix in partition ``p`` whose first event lies in pane ``j`` (``Rp = w / g``
+panes are live: older ones start before every window that can still grow).
+An event at ``t`` extends, for each node of its type, only the start panes
+where the parent's count is non-zero (``mask[p, node]``: one bit per pane
+slot, with ``Rp <= 62``; otherwise every live pane is read), so a prefix that
+no start pane has reached costs nothing; an event of a first type adds 1 to
+the current pane alone. A counter is valid while its tag equals the pane its
+slot holds; a stale one reads as 0 (opening a pane resets nothing).
+
+Windows: only a query's last node (its *leaf*) needs per-window totals.
+``W[p, leaf, k % Rw]`` (``Rw = ceil(w / s)``) is the count of window ``k``:
+when a leaf's count of start pane ``j`` grows by ``d`` at time ``t``, every
+open window that contains ``t`` and starts at or before pane ``j`` gains
+``d``. A window's slot is emitted (one row per query with a non-zero count)
+when a later window takes it, and every open one at the end
+(:func:`emit_open`). Without a window there is one pane and one window.
+
+Strictly increasing times inside a match:
+
+* within one event, the nodes of its type are visited deepest first
+  (``type_nodes`` is sorted so), so a node whose parent has the same type
+  reads the parent before this event adds to it (a type twice in a pattern);
+* events of one partition with equal times (a *tie group*, found by a first
+  pass over the call's events) read every parent as it was before that time:
+  the first change of each (partition, node, pane slot) at that time is
+  journaled with its old value, and reads look the journal up. The caller
+  holds back the events of a batch's last time stamp, so a tie group never
+  spans two calls.
+
+Exact int64 counts: an addition that would leave int64 stops the kernel with
+status -2 (the caller raises the overflow error); float64 counts never stop.
+The per-event loop is one function on purpose (docs/architecture.md,
+"Kernels": a call with array arguments per event costs reference counting).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cepvec.kernels._jit import jit, jit_inline
+
+MODE_NONE = 0
+MODE_SLIDE = 1
+#: most pane slots tracked by the bit mask of non-zero start panes
+MASK_BITS = 62
+_I64_MAX = np.iinfo(np.int64).max
+NO_TAG = -(1 << 62)
+# the index of a single set bit (< 64): de Bruijn multiplication, Numba has no count-trailing-zeros
+_DEBRUIJN_MUL = 0x03F79D71B4CB0A89
+_DEBRUIJN = np.zeros(64, np.int64)
+for _i in range(64):
+    _DEBRUIJN[(((1 << _i) * _DEBRUIJN_MUL) & ((1 << 64) - 1)) >> 58] = _i
+
+
+@jit_inline
+def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n_out):
+    """Append a row per query with a non-zero count in window ``k`` (slot ``r``) of partition ``p``
+    (once per window, not per event); returns the new row count."""
+    for q in range(len(qleaf)):
+        lf = leaf_of[qleaf[q]]
+        if wtag[p, lf, r] == k and W[p, lf, r] != 0:
+            out_q[n_out] = q
+            out_p[n_out] = p
+            out_k[n_out] = k
+            out_v[n_out] = W[p, lf, r]
+            n_out += 1
+    return n_out
+
+
+@jit
+def run_shared(pid, times, codes, type_ptr, type_nodes, parent, leaf_of, qleaf, mode, w, s, g, is_int,
+               C, ctag, mask, W, wtag, slot_k, start, out_q, out_p, out_k, out_v):
+    """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
+
+    status 0: every event done; 1: the output buffers are full (call again from the next event
+    with emptied or larger buffers); -2: an int64 count overflowed at the next event.
+    """
+    n = len(times)
+    n_part = C.shape[0]
+    Rp = C.shape[2]
+    Rw = W.shape[2]
+    use_mask = Rp <= MASK_BITS
+    Q = len(qleaf)
+    cap = len(out_q)
+    n_out = 0
+    one = C.dtype.type(1)
+    zero = C.dtype.type(0)
+    # first pass: which events share their partition's time stamp with an earlier / a later one
+    last_i = np.full(n_part, -1, np.int64)
+    tie_prev = np.zeros(n, np.bool_)
+    tie_next = np.zeros(n, np.bool_)
+    longest = 1  # most events with one time stamp (every partition)
+    run = 0
+    for i in range(n):
+        p = pid[i]
+        j = last_i[p]
+        if j >= 0 and times[j] == times[i]:
+            tie_prev[i] = True
+            tie_next[j] = True
+        run = run + 1 if i > 0 and times[i - 1] == times[i] else 1
+        if run > longest:
+            longest = run
+        last_i[p] = i
+    most = 1
+    for c in range(len(type_ptr) - 1):
+        if type_ptr[c + 1] - type_ptr[c] > most:
+            most = type_ptr[c + 1] - type_ptr[c]
+    jcap = longest * most * Rp + 1
+    j_part = np.empty(jcap, np.int64)
+    j_node = np.empty(jcap, np.int64)
+    j_slot = np.empty(jcap, np.int64)
+    j_old = np.empty(jcap, C.dtype)
+    n_j = 0
+    j_time = NO_TAG
+    for i in range(start, n):
+        c = codes[i]
+        p = pid[i]
+        t = times[i]
+        if mode == MODE_SLIDE:
+            kmin = (t - w) // s + 1
+            if kmin < 0:
+                kmin = 0
+            kmax = t // s
+            if kmin > kmax:
+                continue  # between windows (SLIDE > WITHIN): no match with this event is in a window
+            jcur = t // g
+            jlo = kmin * s // g  # first pane of the oldest window that contains t
+        else:
+            kmin = 0
+            kmax = 0
+            jcur = 0
+            jlo = 0
+        # open the windows first (emitting the ones they replace), so a full buffer stops before any update
+        for k in range(kmin, kmax + 1):
+            r = k % Rw
+            old = slot_k[p, r]
+            if old != k:
+                if old >= 0:
+                    if n_out + Q > cap:
+                        return 1, i, n_out
+                    n_out = _emit_window(W, wtag, leaf_of, qleaf, p, r, old, out_q, out_p, out_k, out_v, n_out)
+                slot_k[p, r] = k  # no reset: totals tagged with an older window read as 0
+        tie = tie_prev[i] or tie_next[i]
+        if tie and t != j_time:
+            n_j = 0  # the journal holds the first changes at time t, of every partition
+            j_time = t
+        for a in range(type_ptr[c], type_ptr[c + 1]):
+            node = type_nodes[a]
+            par = parent[node]
+            lf = leaf_of[node]
+            if par == 0:
+                todo = 1  # a first event: the current pane only
+            elif use_mask:
+                todo = mask[p, par]  # the start panes where the parent may be non-zero
+                if todo == 0:
+                    continue
+            else:
+                todo = jcur - jlo + 1
+            jp = jcur if par == 0 else jlo - 1
+            while todo != 0:
+                # the next start pane jp (and its slot b) to extend
+                if par == 0:
+                    todo = 0
+                    b = jcur % Rp
+                elif use_mask:
+                    low = todo & -todo
+                    todo ^= low
+                    b = _DEBRUIJN[((low * _DEBRUIJN_MUL) >> 58) & 63]
+                    jp = jcur - (jcur - b) % Rp
+                    if ctag[p, par, b] != jp:
+                        mask[p, par] &= ~low  # a dead pane: forget it
+                        continue
+                    if jp < jlo:
+                        continue
+                else:
+                    todo -= 1
+                    jp += 1
+                    b = jp % Rp
+                # the parent's count of start pane jp, before time t
+                if par == 0:
+                    val = one
+                elif ctag[p, par, b] == jp:
+                    val = C[p, par, b]
+                else:
+                    val = zero
+                if tie:
+                    for x in range(n_j):
+                        if j_node[x] == par and j_slot[x] == b and j_part[x] == p:
+                            val = j_old[x]
+                            break
+                if val == 0:
+                    continue
+                if ctag[p, node, b] == jp:
+                    cur = C[p, node, b]
+                else:
+                    cur = zero
+                    ctag[p, node, b] = jp
+                if tie:
+                    seen = False
+                    for x in range(n_j):
+                        if j_node[x] == node and j_slot[x] == b and j_part[x] == p:
+                            seen = True
+                            break
+                    if not seen:
+                        j_part[n_j] = p
+                        j_node[n_j] = node
+                        j_slot[n_j] = b
+                        j_old[n_j] = cur
+                        n_j += 1
+                if is_int and cur > _I64_MAX - val:
+                    return -2, i, n_out
+                C[p, node, b] = cur + val
+                if use_mask:
+                    mask[p, node] |= 1 << b
+                if lf >= 0:  # a query's last node: the windows that contain t and start by pane jp
+                    khi = kmax if mode != MODE_SLIDE else min(kmax, jp * g // s)
+                    r = kmin % Rw
+                    for k in range(kmin, khi + 1):
+                        if wtag[p, lf, r] == k:
+                            tot = W[p, lf, r]
+                        else:
+                            tot = zero
+                            wtag[p, lf, r] = k
+                        if is_int and tot > _I64_MAX - val:
+                            return -2, i, n_out
+                        W[p, lf, r] = tot + val
+                        r += 1
+                        if r == Rw:
+                            r = 0
+    return 0, n, n_out
+
+
+@jit
+def emit_open(W, wtag, slot_k, leaf_of, qleaf, out_q, out_p, out_k, out_v):
+    """Rows of every open window (the end of the input); the buffers hold ``P * Rw * Q`` rows."""
+    n_out = 0
+    for p in range(W.shape[0]):
+        for r in range(W.shape[2]):
+            k = slot_k[p, r]
+            if k < 0:
+                continue
+            n_out = _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n_out)
+    return n_out

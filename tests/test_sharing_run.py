@@ -1,0 +1,151 @@
+"""``cepvec.run_many``: each frame is exactly what ``cepvec.run`` returns for that query.
+
+* Hypothesis: workloads of generated queries (every shape, window and aggregate of
+  ``tests/strategies.py``) over generated streams, every sharing mode, and the same
+  input cut into batches at random points;
+* input checks and errors: a query that fails names itself.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import cepvec
+from cepvec.sharing.run import run_many as run_many_cut
+from tests.strategies import examples, queries, streams
+
+pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
+MODES = ("none", "auto", "greedy", "exhaustive")
+
+
+def alone(text, df, **kw) -> pl.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cepvec.run(text, df, **kw)
+
+
+def assert_same(got: dict, texts: dict, df, **kw) -> None:
+    assert list(got) == list(texts)
+    for name, text in texts.items():
+        assert_frame_equal(got[name], alone(text, df, **kw), check_exact=True), name
+
+
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(queries(), min_size=1, max_size=4), streams(), st.sampled_from(MODES), st.data())
+def test_run_many_equals_run(texts, df, sharing, data):
+    named = {f"n{i}": t for i, t in enumerate(texts)}
+    assert_same(cepvec.run_many(named, df, sharing=sharing), named, df)
+    cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=4), label="cuts")
+    assert_same(run_many_cut(named, df, sharing=sharing, batches=cuts), named, df)
+
+
+def test_list_names_and_float_numeric():
+    ev = pl.DataFrame({"type": ["A", "B", "A", "B"], "time": [1, 2, 3, 5], "x": [1, 2, 3, 4]})
+    texts = ["RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 3", "RETURN SUM(B.x), AVG(A.x) PATTERN SEQ(A, B)"]
+    got = cepvec.run_many(texts, ev, numeric="float64")
+    assert_same(got, {"q0": texts[0], "q1": texts[1]}, ev, numeric="float64")
+
+
+def test_a_query_that_fails_to_compile_names_itself():
+    with pytest.raises(cepvec.CepvecSyntaxError, match=r"^query 'bad': "):
+        cepvec.run_many({"ok": "RETURN COUNT(*) PATTERN SEQ(A, B)", "bad": "RETURN COUNT(*) PATTERN SEQ(A,"},
+                        pl.DataFrame({"type": ["A"], "time": [1]}))
+
+
+def test_a_query_that_reads_a_missing_column_names_itself():
+    ev = pl.DataFrame({"type": ["A", "B"], "time": [1, 2]})
+    with pytest.raises(cepvec.CepvecPlanError, match=r"^query 'q1': attribute 'id' used by the query"):
+        cepvec.run_many(["RETURN COUNT(*) PATTERN SEQ(A, B)", "RETURN id, COUNT(*) PATTERN SEQ(A, B) GROUP-BY id"],
+                        ev)
+
+
+def test_bad_arguments():
+    ev = pl.DataFrame({"type": ["A"], "time": [1]})
+    with pytest.raises(cepvec.CepvecPlanError, match="sharing must be one of 'auto', 'none'"):
+        cepvec.run_many(["RETURN COUNT(*) PATTERN A"], ev, sharing="all")
+    with pytest.raises(cepvec.CepvecTypeError, match="queries must be a dict"):
+        cepvec.run_many("RETURN COUNT(*) PATTERN A", ev)
+    with pytest.raises(cepvec.CepvecTypeError, match="queries is empty"):
+        cepvec.run_many({}, ev)
+    with pytest.raises(cepvec.CepvecPlanError, match="numeric must be"):
+        cepvec.run_many(["RETURN COUNT(*) PATTERN A"], ev, numeric="int32")
+    with pytest.raises(cepvec.UnsupportedByEngine, match=r"^query 'q0': engine='aseq' cannot run"):
+        cepvec.run_many(["RETURN COUNT(*) PATTERN A+"], ev, engine="aseq")
+
+
+def test_negative_times_with_slide_fail_as_in_run():
+    ev = pl.DataFrame({"type": ["A", "B"], "time": [-1, 2]})
+    with pytest.raises(cepvec.CepvecDataError, match=r"^query 'q1': time column 'time' has a negative time at row 0"):
+        cepvec.run_many(["RETURN COUNT(*) PATTERN SEQ(A, B)", "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 2 SLIDE 1"],
+                        ev)
+
+
+# --------------------------------------------------------------------------- the shared executor
+WINDOWS = ("", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 3", "WITHIN 2 SLIDE 3", "WITHIN 4 SLIDE 2")
+KEYS = (("", ""), ("id, ", " GROUP-BY id"), ("", " WHERE [id]"), ("x, ", " GROUP-BY x"), ("v, ", " GROUP-BY v"))
+
+
+@st.composite
+def shared_workloads(draw):
+    """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*), one window and key."""
+    window = draw(st.sampled_from(WINDOWS))
+    ret, key = draw(st.sampled_from(KEYS))
+    n = draw(st.integers(2, 5))
+    texts = {}
+    for i in range(n):
+        seq = draw(st.lists(st.sampled_from("ABC"), min_size=1, max_size=4))
+        pattern = seq[0] if len(seq) == 1 else f"SEQ({', '.join(f'{t} v{j}' for j, t in enumerate(seq))})"
+        texts[f"s{i}"] = f"RETURN {ret}COUNT(*) PATTERN {pattern}{key} {window}".strip()
+    return texts
+
+
+@settings(max_examples=examples(160), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_workloads(), streams(types="ABC"), st.sampled_from(MODES[1:]), st.sampled_from(("int64", "float64")),
+       st.data())
+def test_shared_executor_equals_run_and_reference(texts, df, sharing, numeric, data):
+    wl = cepvec.workload(texts, sharing=sharing)
+    runs_shared = {n for n, t in texts.items() if "PATTERN SEQ" in t}
+    assert runs_shared <= set(wl.plan.shared_queries) or len(runs_shared) < 2
+    got = cepvec.run_many(wl, df, sharing=sharing, numeric=numeric)
+    assert_same(got, texts, df, numeric=numeric)
+    for name, text in texts.items():
+        ref = alone(text, df, engine="reference", numeric=numeric)
+        assert_frame_equal(got[name], ref, check_exact=True)
+    cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=4), label="cuts")
+    assert_same(run_many_cut(wl, df, sharing=sharing, numeric=numeric, batches=cuts), texts, df, numeric=numeric)
+
+
+@pytest.mark.parametrize("window", ["WITHIN 40 SLIDE 10", "WITHIN 45 SLIDE 10", "WITHIN 70 SLIDE 1",
+                                    "WITHIN 7 SLIDE 20"])
+def test_shared_executor_on_many_events_and_partitions(window):
+    """Ties in several partitions at once, panes of gcd(WITHIN, SLIDE), more than 62 pane slots (no bit
+    mask), gaps between windows; the same rows however the input is cut."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    ev = pl.DataFrame({"type": rng.choice(list("ABCDE"), n), "time": np.sort(rng.integers(0, 2000, n)),
+                       "id": rng.integers(0, 7, n)})
+    texts = {f"q{i}": f"RETURN id, COUNT(*) PATTERN SEQ({', '.join(p)}) GROUP-BY id {window}"
+             for i, p in enumerate(["AB", "ABC", "ABCD", "ABD", "BCD", "BCDE", "AEB", "AB", "ABAB"])}
+    texts["all"] = f"RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] {window}"
+    texts["all2"] = f"RETURN COUNT(*) PATTERN SEQ(A, B) WHERE [id] {window}"
+    wl = cepvec.workload(texts)
+    assert set(wl.plan.shared_queries) == set(texts)
+    assert_same(cepvec.run_many(wl, ev), texts, ev)
+    assert_same(run_many_cut(wl, ev, batches=[1, 999, 1000, 2500]), texts, ev)
+
+
+def test_shared_overflow_raises_like_run():
+    ev = pl.DataFrame({"type": ["A"] * 40 + ["B"] * 40, "time": list(range(80))})
+    text = "RETURN COUNT(*) PATTERN SEQ(" + ", ".join(["A a%d" % i for i in range(20)] + ["B b%d" % i for i in range(20)]) + ")"
+    with pytest.raises(cepvec.CepvecOverflowError):
+        alone(text, ev)
+    with pytest.raises(cepvec.CepvecOverflowError, match="overflows"):
+        cepvec.run_many({"big": text, "small": "RETURN COUNT(*) PATTERN SEQ(A, B)"}, ev)

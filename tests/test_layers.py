@@ -28,7 +28,7 @@ LAYERS = [
     ("run-time pieces", ["cepvec.runtime.*"]),
     ("physical paths", ["cepvec.paths.*"]),
     ("engine registry", ["cepvec.registry"]),
-    ("arrow kernel", ["cepvec.arrow_kernel"]),
+    ("arrow kernel", ["cepvec.arrow_kernel", "cepvec.streaming"]),
     ("explain", ["cepvec.explain"]),
     ("adapters", ["cepvec.spark_adapter.*"]),
     ("public API", ["cepvec.api", "cepvec.warmup", "cepvec.cli", "cepvec.__main__", "cepvec"]),

@@ -8,12 +8,13 @@ matches(query, events)            the matches themselves (reference engine)
 kernel(query, schema)             a function for Spark's df.mapInArrow
 partition(query, spark_df)        lay out a Spark DataFrame for that function
 spark_errors()                    Spark worker errors back as cepvec errors
+stream(query, streaming_df)       a continuous query on Spark Structured Streaming
 
 See ``docs/language.md`` for the query language and ``docs/semantics.md``
 for what a query means.
 """
 
-from cepvec.api import compile, kernel, matches, partition, run, spark_errors
+from cepvec.api import compile, kernel, matches, partition, run, spark_errors, stream
 from cepvec.errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
                      CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
                      NotSupportedError, UnsupportedByEngine)
@@ -26,7 +27,7 @@ from cepvec.plan import ir as _ir
 _ir.EXPLAINER[0] = _explain  # Query.explain() (the plan layer does not import the layers above it)
 
 __all__ = [
-    "compile", "run", "matches", "kernel", "partition", "spark_errors", "Query",
+    "compile", "run", "matches", "kernel", "partition", "spark_errors", "stream", "Query",
     "CepvecError", "CepvecSyntaxError", "CepvecQueryError", "NotSupportedError",
     "CepvecPlanError", "CepvecTypeError", "CepvecDataError", "CepvecOverflowError",
     "UnsupportedByEngine", "CepvecWarning",

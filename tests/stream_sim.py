@@ -77,3 +77,23 @@ def watermarks(batches: list[pl.DataFrame], delay_ms: int, unit_ms: int = 1000) 
             wm = max(wm, int(b["time"].max()) * unit_ms - delay_ms)
     out.append(wm)  # the no-data batch after the last one
     return out
+
+
+def split_late(batches: list[pl.DataFrame], delay_ms: int, unit_ms: int = 1000) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(in-time events, late events): an event is late when its time is at or below its batch's watermark
+    (none is late before the first watermark, which Spark reports as 0)."""
+    wms = watermarks(batches, delay_ms, unit_ms)
+    ok = [b.filter(pl.col("time") * unit_ms > wm) if wm > 0 else b for b, wm in zip(batches, wms)]
+    late = [b.filter(pl.col("time") * unit_ms <= wm) for b, wm in zip(batches, wms) if wm > 0]
+    return pl.concat(ok), pl.concat(late) if late else batches[0].head(0)
+
+
+def write_batches(batches: list[pl.DataFrame], folder, start: int = 0) -> None:
+    """One Parquet file per micro-batch, modification times increasing (the file source reads oldest first)."""
+    import os
+
+    os.makedirs(folder, exist_ok=True)
+    for i, b in enumerate(batches, start):
+        f = os.path.join(folder, f"batch-{i:04d}.parquet")
+        b.write_parquet(f)
+        os.utime(f, (1_000_000_000 + 10 * i, 1_000_000_000 + 10 * i))

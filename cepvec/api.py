@@ -350,7 +350,7 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
 
 
 def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
-           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", buckets: int | None = None):
+           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", buckets: int | None = 16):
     """A continuous query over a Spark streaming DataFrame: the rows :func:`run` gives, as they become final.
 
     Parameters
@@ -380,10 +380,12 @@ def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", c
         (local paths only).
     time_unit, numeric, engine
         As in :func:`run`.
-    buckets : int, optional
-        GROUP-BY queries: spread the groups over this many state keys (hash
-        buckets), one engine run per bucket and micro-batch; by default each
-        GROUP-BY value is a state key of its own.
+    buckets : int or None
+        GROUP-BY queries: the groups are hashed into this many state keys, one
+        engine run per key and micro-batch (the unit of parallelism); None
+        makes each GROUP-BY value a state key of its own (slower with many
+        groups: one Python call and engine run per value and micro-batch).
+        Keep it across restarts from a checkpoint.
 
     Returns
     -------

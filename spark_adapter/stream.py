@@ -35,6 +35,10 @@ EV_PREFIX = "__cepvec_ev_"  # late="side": the late event's columns
 STATE_DDL = "done BIGINT, buffer BINARY"
 OBSERVATION = "cepvec"  # query.lastProgress["observedMetrics"]["cepvec"]["late_events"]
 GUARD_FILE = "cepvec-stream.json"
+# GROUP-BY queries: state keys per stream. One key per GROUP-BY value pays the stateful Python API's per-key
+# call and one engine run per value and micro-batch: 1,000 groups ran ~2x slower than 8 buckets, and the API
+# alone (a function that reads its input) was slower than cepvec on 8 buckets (docs/streaming.md, "Measured").
+DEFAULT_BUCKETS = 16
 
 
 def _ts(t: Column, unit: str) -> Column:
@@ -98,7 +102,6 @@ def stream_step(plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols:
     names = [*out_cols, KIND_COL, NLATE_COL, *ev_cols]
 
     def step(key, pdfs, state):  # pragma: no cover - runs in the Spark Python workers
-        import pandas as pd
 
         wm = state.getCurrentWatermarkMs()
         done, data = state.get if state.exists else (initial_done(plan), None)
@@ -108,26 +111,28 @@ def stream_step(plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols:
         res = advance(plan, from_bytes(data, plan), done, new, wm)
         frames = []
         if len(res.rows):
-            frames.append(_pandas(res.rows.select(out_cols)).assign(**{KIND_COL: 0}))
+            frames.append(res.rows.select(out_cols).with_columns(pl.lit(0, pl.Int32).alias(KIND_COL)))
         if len(res.late):
-            frames.append(pd.DataFrame({KIND_COL: [1], NLATE_COL: [len(res.late)]}))
+            frames.append(pl.DataFrame({KIND_COL: [1], NLATE_COL: [len(res.late)]},
+                                       schema={KIND_COL: pl.Int32, NLATE_COL: pl.Int64}))
             if plan.late == "side":
-                ev = _pandas(res.late.select(cols).rename(dict(zip(cols, ev_cols))))
-                frames.append(ev.assign(**{KIND_COL: 2}))
+                ev = res.late.select(cols).rename(dict(zip(cols, ev_cols)))
+                frames.append(ev.with_columns(pl.lit(2, pl.Int32).alias(KIND_COL)))
         if res.wake is None:
             state.remove()
         else:
             state.update((res.done, to_bytes(res.buffer)))
             state.setTimeoutTimestamp(max(wake_ms(res.wake, plan.unit), wm, 1))
-        for f in frames:  # every frame with every column of the declared schema (missing ones null)
-            yield f.reindex(columns=names)
+        if frames:  # one frame with every column of the declared schema (missing ones null)
+            out = pl.concat(frames, how="diagonal_relaxed")
+            yield _pandas(out.select([pl.col(c) if c in out.columns else pl.lit(None).alias(c) for c in names]))
 
     return step
 
 
 def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
                  time_unit: str | None = None, numeric: str = "int64", engine: str = "auto",
-                 buckets: int | None = None) -> DataFrame:
+                 buckets: int | None = DEFAULT_BUCKETS) -> DataFrame:
     """See :func:`cepvec.stream`."""
     if not df.isStreaming:
         raise CepvecTypeError("cepvec.stream takes a streaming DataFrame (spark.readStream...); for a static "

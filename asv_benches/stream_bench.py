@@ -3,7 +3,7 @@
 Run it from the repository root::
 
     python asv_benches/stream_bench.py                       # 10 micro-batches of 10^5 events, 1,000 groups
-    python asv_benches/stream_bench.py --batches 100         # 10^7 events (state size over time)
+    python asv_benches/stream_bench.py --batches 100 --variants passthrough "cepvec buckets=16"  # 10^7 events
     python asv_benches/stream_bench.py --batch 20000 --batches 4   # quick check
 
 It is a script for the reasons ``asv_benches/spark_bench.py`` gives (a JVM per
@@ -90,7 +90,7 @@ def build(spark, variant: str, src):
         return staged.groupBy("id").applyInPandasWithState(state_noop, "n BIGINT", "x BIGINT", "append",
                                                            "EventTimeTimeout")
     if variant == "cepvec keys":
-        return cepvec.stream(QUERY, src, watermark="10 s")
+        return cepvec.stream(QUERY, src, watermark="10 s", buckets=None)
     b = int(variant.split("=")[1])
     return cepvec.stream(QUERY, src, watermark="10 s", buckets=b)
 
@@ -121,7 +121,7 @@ def main(argv=None) -> None:
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--variants", nargs="*",
-                    default=["passthrough", "state-noop", "cepvec buckets=8", "cepvec keys"])
+                    default=["passthrough", "state-noop", "cepvec buckets=16", "cepvec buckets=4", "cepvec keys"])
     args = ap.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

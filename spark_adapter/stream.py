@@ -102,7 +102,6 @@ def stream_step(plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols:
     names = [*out_cols, KIND_COL, NLATE_COL, *ev_cols]
 
     def step(key, pdfs, state):  # pragma: no cover - runs in the Spark Python workers
-
         wm = state.getCurrentWatermarkMs()
         done, data = state.get if state.exists else (initial_done(plan), None)
         parts = [pl.from_pandas(p[cols]) for p in pdfs if len(p)]

@@ -9,7 +9,8 @@ closes every window. The rows written to a Parquet sink must be exactly
 time is at or below the watermark of its micro-batch, computed here as Spark
 computes it, independently of the code under test), the late events must be
 counted, and a restart from the checkpoint must give the same rows, none
-twice. Streams run side by side (``availableNow``) to keep the file short.
+twice. Streams run side by side (``availableNow``) to keep the file short
+(one Spark session start, four streams of five micro-batches).
 """
 
 from __future__ import annotations
@@ -63,26 +64,36 @@ def same_rows(got: pl.DataFrame, want: pl.DataFrame):
     assert_frame_equal(got.select(cols).sort(cols), want.sort(cols), check_dtypes=False)
 
 
-def test_stream_gives_run_on_in_time_events(spark, tmp_path):
-    """A-Seq GROUP-BY (a state key per id, and hash buckets), GRETA Kleene with an edge predicate, negation
-    without GROUP-BY (late events as a side output), EMIT CHANGES on a timestamp column: four streams at once."""
+def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
+    """A-Seq GROUP-BY (a state key per id), GRETA Kleene with an edge predicate (hash buckets; stopped after two
+    micro-batches and restarted from its checkpoint with the rest), negation without GROUP-BY (late events as a
+    side output), EMIT CHANGES on a timestamp column: four streams side by side."""
     batches = stream_batches(14)
-    write_batches(batches, tmp_path / "in")
-    ts_batches = [b.with_columns(pl.from_epoch("time", "s").dt.replace_time_zone("UTC")) for b in batches]
-    write_batches(ts_batches, tmp_path / "in_ts")
     kept, late = split_late(batches, DELAY_S * 1000)
     assert len(late) >= 3 and len(kept) + len(late) == sum(map(len, batches))
-    runs = {
-        "aseq": dict(buckets=None), "kleene": dict(buckets=3), "negation": dict(late="side"), "emit": {},
-    }
-    queries = {}
-    for name, kw in runs.items():
-        src = source(spark, tmp_path / ("in_ts" if name == "emit" else "in"),
-                     SCHEMA.replace("time BIGINT", "time TIMESTAMP") if name == "emit" else SCHEMA)
-        out = cepvec.stream(QUERIES[name], src, watermark=f"{DELAY_S} seconds", **kw)
-        queries[name] = start(out, tmp_path / f"out_{name}", tmp_path / f"ck_{name}")
-    for name, query in queries.items():
+    write_batches(batches, tmp_path / "in")
+    write_batches(batches[:2], tmp_path / "in_kleene")
+    write_batches([b.with_columns(pl.from_epoch("time", "s").dt.replace_time_zone("UTC")) for b in batches],
+                  tmp_path / "in_emit")
+    ts_schema = SCHEMA.replace("time BIGINT", "time TIMESTAMP")
+    runs = {"aseq": dict(buckets=None), "kleene": dict(buckets=3, checkpoint=str(tmp_path / "ck_kleene")),
+            "negation": dict(late="side"), "emit": {}}
+
+    def run(name):
+        src = source(spark, tmp_path / ("in_" + name if name in ("kleene", "emit") else "in"),
+                     ts_schema if name == "emit" else SCHEMA)
+        out = cepvec.stream(QUERIES[name], src, watermark=f"{DELAY_S} seconds", **runs[name])
+        return start(out, tmp_path / f"out_{name}", tmp_path / f"ck_{name}")
+
+    queries = {name: run(name) for name in runs}
+    for query in queries.values():
         query.awaitTermination()
+    # restart: the rest of the Kleene stream's files, the same checkpoint
+    n_first = len(read(spark, tmp_path / "out_kleene"))
+    write_batches(batches[2:], tmp_path / "in_kleene", start=2)
+    restarted = run("kleene")
+    restarted.awaitTermination()
+    for name, query in queries.items():
         got = read(spark, tmp_path / f"out_{name}")
         events_in = kept.with_columns(pl.from_epoch("time", "s").dt.replace_time_zone("UTC")) if name == "emit" \
             else kept
@@ -95,35 +106,20 @@ def test_stream_gives_run_on_in_time_events(spark, tmp_path):
             got = got.filter(pl.col("late_event").is_null())
         if name == "emit":
             assert got.schema["time"] == pl.Datetime("us", "UTC")
+        if name == "kleene":
+            assert 0 < n_first < len(got)
+            assert not got.select("id", "window_start").is_duplicated().any()
+            assert late_count(query) + late_count(restarted) == len(late)
+        else:
+            assert late_count(query) == len(late), name
         same_rows(got, want)
-        assert late_count(query) == len(late), name
-
-
-def test_restart_from_the_checkpoint_gives_each_row_once(spark, tmp_path):
-    """Stop after two micro-batches, restart from the checkpoint with the rest: the union is the full result."""
-    text = QUERIES["kleene"]
-    batches = stream_batches(19)
-    kept, late = split_late(batches, DELAY_S * 1000)
-    write_batches(batches[:2], tmp_path / "in")
-    ck, out = tmp_path / "ck", tmp_path / "out"
-    kw = dict(watermark="10 s", checkpoint=str(ck), buckets=2)
-    first = start(cepvec.stream(text, source(spark, tmp_path / "in"), **kw), out, ck)
-    first.awaitTermination()
-    n_first = len(read(spark, out))
-    write_batches(batches[2:], tmp_path / "in", start=2)
-    second = start(cepvec.stream(text, source(spark, tmp_path / "in"), **kw), out, ck)
-    second.awaitTermination()
-    got = read(spark, out)
-    assert 0 < n_first < len(got)
-    assert not got.select("id", "window_start").is_duplicated().any()
-    same_rows(got, cepvec.run(text, kept))
-    assert late_count(first) + late_count(second) == len(late)
-    # the checkpoint remembers the query: another one would misread its state
-    other = text.replace("WITHIN 20 s", "WITHIN 30 s")
+    # the checkpoint remembers the query and the state layout: another one would misread its state
+    src = source(spark, tmp_path / "in")
+    other = QUERIES["kleene"].replace("WITHIN 20 s", "WITHIN 30 s")
     with pytest.raises(cepvec.CepvecPlanError, match="holds the state of a cepvec stream with another query"):
-        cepvec.stream(other, source(spark, tmp_path / "in"), **kw)
-    with pytest.raises(cepvec.CepvecPlanError, match="another buckets .*2 there, 3 now"):
-        cepvec.stream(text, source(spark, tmp_path / "in"), **{**kw, "buckets": 3})
+        cepvec.stream(other, src, **runs["kleene"])
+    with pytest.raises(cepvec.CepvecPlanError, match="another buckets .*3 there, 4 now"):
+        cepvec.stream(QUERIES["kleene"], src, **{**runs["kleene"], "buckets": 4})
 
 
 def test_late_error_stops_the_query(spark, tmp_path):

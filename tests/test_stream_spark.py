@@ -122,13 +122,27 @@ def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
         cepvec.stream(QUERIES["kleene"], src, **{**runs["kleene"], "buckets": 4})
 
 
-def test_late_error_stops_the_query(spark, tmp_path):
-    ev = pl.DataFrame({"type": ["A", "B", "C", "A"], "time": [1, 50, 60, 2], "id": [0, 0, 0, 0], "v": [1, 2, 3, 4]})
-    write_batches([ev[:3], ev[3:]], tmp_path / "in")
-    out = cepvec.stream(QUERIES["aseq"], source(spark, tmp_path / "in"), watermark="5 s", late="error")
-    query = start(out, tmp_path / "out", tmp_path / "ck")
-    with pytest.raises(StreamingQueryException, match=r"1 late event\(s\).*time = 2"):
-        query.awaitTermination()
+def test_a_failed_micro_batch_is_rerun_from_the_checkpoint(spark, tmp_path):
+    """late="error" stops the query inside the micro-batch with the first late event (its tasks fail, some may
+    have run); restarted from the checkpoint with late="drop", that micro-batch runs again from the last
+    committed state: the rows are cepvec.run's on the in-time events, each once, and every late event counted."""
+    text = QUERIES["kleene"]
+    batches = stream_batches(21)
+    kept, late = split_late(batches, DELAY_S * 1000)
+    write_batches(batches, tmp_path / "in")
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    failing = start(cepvec.stream(text, source(spark, tmp_path / "in"), watermark="10 s", late="error",
+                                  checkpoint=str(ck)), out, ck)
+    with pytest.raises(StreamingQueryException, match=r"late event\(s\) in this micro-batch: the event at time ="):
+        failing.awaitTermination()
+    done = len(failing.recentProgress)
+    assert 0 < done < len(batches)  # it failed in a later micro-batch, after committing some
+    rerun = start(cepvec.stream(text, source(spark, tmp_path / "in"), watermark="10 s", checkpoint=str(ck)), out, ck)
+    rerun.awaitTermination()
+    got = read(spark, out)
+    assert not got.select("id", "window_start").is_duplicated().any()
+    same_rows(got, cepvec.run(text, kept))
+    assert late_count(rerun) == len(late)
 
 
 def test_refusals(spark, tmp_path):

@@ -350,7 +350,8 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
 
 
 def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
-           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", buckets: int | None = 16):
+           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", buckets: int | None = 16,
+           type_col: str | None = None, time_col: str | None = None):
     """A continuous query over a Spark streaming DataFrame: the rows :func:`run` gives, as they become final.
 
     Parameters
@@ -386,6 +387,8 @@ def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", c
         makes each GROUP-BY value a state key of its own (slower with many
         groups: one Python call and engine run per value and micro-batch).
         Keep it across restarts from a checkpoint.
+    type_col, time_col : str, optional
+        As in :func:`run`.
 
     Returns
     -------
@@ -399,7 +402,7 @@ def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", c
     ``cepvec.stream(q, spark.readStream.schema(s).parquet(path), watermark="1 minute")
     .writeStream.option("checkpointLocation", ck).parquet(out)`` (``docs/streaming.md``).
     """
-    q = _as_query(query)
+    q = _as_query(query, type_col, time_col)
     if numeric not in NUMERIC:
         raise CepvecPlanError(f"numeric must be 'int64' or 'float64'; found {numeric!r}")
     if not _is_spark(streaming_df):

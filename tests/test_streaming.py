@@ -12,6 +12,8 @@ through Spark.
 
 from __future__ import annotations
 
+import datetime
+
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -117,6 +119,7 @@ def test_units_and_bounds():
     assert parse_delay("10 minutes", "s") == 600_000
     assert parse_delay("500 ms", "s") == 500
     assert parse_delay("3", "s") == 3000
+    assert parse_delay(datetime.timedelta(seconds=2, milliseconds=5), "us") == 2005
     with pytest.raises(cepvec.CepvecQueryError, match="whole number of milliseconds"):
         parse_delay("10 us", "s")
     with pytest.raises(cepvec.CepvecQueryError, match="such as '10 minutes'"):

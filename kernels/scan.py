@@ -120,6 +120,8 @@ def _cmp(a, b, c):
     return a >= b
 
 
+# One long function on purpose: the dispatch loop of a stack machine, one branch per opcode;
+# a call per opcode would pass the stack arrays each time (atomic reference counting, see below).
 @jit
 def _eval_block(prog_op, prog_arg, plo, phi, constI, constF, colI, nI, colF, nF, cand, nc, e, sI, sF, sN, mask):
     """Evaluate one predicate program for the pairs (cand[k], e), k < nc: mask[k] = predicate is true.
@@ -397,7 +399,7 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                             v = _ls(PM, tr_guards[gg], ev_t, lo, hi, ti)
                             if v > glim:
                                 glim = v
-                        nc = 0
+                        nc = np.int64(0)  # typed: a literal 0 here made _eval_block compile twice
                         for x in range(xlo[i - lo], gstart[i - lo]):
                             if (ev_bind[x] >> p) & 1 != 0 and ev_t[x] >= glim:
                                 v = ST[x - lo, p]
@@ -504,7 +506,7 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                         v = _ls(PM, tr_guards[gg], ev_t, lo, hi, ti)
                         if v > glim:
                             glim = v
-                    nc = 0
+                    nc = np.int64(0)
                     for x in range(xlo[i - lo], gstart[i - lo]):
                         if off[x - lo, p] >= 0 and ev_t[x] >= glim:
                             if single or max(blo[x - lo], b0) < min(bhi[x - lo], b1):

@@ -96,6 +96,12 @@ def test_type_column_of_wrong_dtype(engine):
     ev = pl.DataFrame({"type": [1, 2], "time": [1, 2]})
     raises_exactly(CepvecTypeError,
                    "type column 'type' must hold event type names (String, Categorical or Enum); found Int64. "
+                   "If these are type codes, map them to the query's type names as an Enum (as fast as the "
+                   "codes): pl.col('type').replace_strict({<code of A>: 'A', <code of B>: 'B'}, "
+                   "return_dtype=pl.Enum(['A', 'B']))", cepvec.run, Q, ev, engine=engine)
+    ev = pl.DataFrame({"type": [1.0, 2.0], "time": [1, 2]})
+    raises_exactly(CepvecTypeError,
+                   "type column 'type' must hold event type names (String, Categorical or Enum); found Float64. "
                    "Cast it with pl.col('type').cast(pl.String)", cepvec.run, Q, ev, engine=engine)
 
 

@@ -73,3 +73,34 @@ class ColdStart:
 
     def time_import_only(self, query):
         _first_run(query, self.warm.name, run=False)
+
+
+class ColdDemo:
+    """``cepvec demo`` (GRETA Q1-Q3 and an A-Seq query, compiling its later kernel families in
+    the background) in a fresh process: empty cache vs warm cache (same run)."""
+
+    number = 1
+    repeat = 2
+    rounds = 1
+    warmup_time = 0
+    timeout = 600
+
+    def setup(self):
+        self.cold = tempfile.TemporaryDirectory()
+        self.warm = tempfile.TemporaryDirectory()
+        _demo(self.warm.name)
+
+    def teardown(self):
+        self.cold.cleanup()
+        self.warm.cleanup()
+
+    def time_demo_cold(self):
+        _demo(tempfile.mkdtemp(dir=self.cold.name))
+
+    def time_demo_warm(self):
+        _demo(self.warm.name)
+
+
+def _demo(cache_dir: str) -> None:
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+    subprocess.run([sys.executable, "-m", "cepvec", "demo"], env=env, check=True, capture_output=True)

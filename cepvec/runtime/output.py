@@ -64,10 +64,12 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
         other = run.result_cells()
         cols = [f"__v{1 + j}" for j in comps]
         cells = cells.drop(cols).join(other.select("__pid", "__key", *cols), on=["__pid", "__key"], how="left")
+    vcols = [c for c in cells.columns if c.startswith("__v")]
+    if q.group_by and list(q.partition_by) == list(q.group_by):
+        return _cells_by_partition(q, prep, plan, numeric, cells, runs[0].group_frame(), vcols)
     if q.group_by:
         cells = cells.join(runs[0].group_frame(), on="__pid", how="left")
     by = list(q.group_by) + ["__key"]
-    vcols = [c for c in cells.columns if c.startswith("__v")]
     order_cols = {f"__v{1 + j}" for j, c in enumerate(plan.components) if c.kind in ("min", "max")}
     int_cols = [c for c in vcols if cells.schema[c].is_integer() and c not in order_cols]
     # order keys (MIN / MAX) combine by max (a bigger key is the better extreme; 0 is no value)
@@ -80,6 +82,33 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
     group_cols = {gcol: g[gcol] for gcol in q.group_by}
     vals = {c: g[c] for c in vcols}
     return assemble_output(q, prep, plan, numeric, group_cols, keyv, vals)
+
+
+def _rank_of_pid(q: Query, gf: pl.DataFrame) -> np.ndarray:
+    """Position of every partition id in the output order of its group values (nulls last)."""
+    ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
+    rank_of_pid = np.empty(len(gf), np.int64)
+    rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
+    return rank_of_pid
+
+
+def _group_columns(q: Query, gf: pl.DataFrame, pid: np.ndarray) -> dict:
+    """The group values of the partitions ``pid``, one column per GROUP-BY attribute."""
+    idx = pid if _is_arange(gf["__pid"]) else np.searchsorted(gf["__pid"].to_numpy(), pid)
+    sel = gf.select(list(q.group_by)).gather(pl.Series(idx))
+    return {gcol: sel[gcol] for gcol in q.group_by}
+
+
+def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
+                        vcols: list) -> pl.DataFrame:
+    """The result when every partition is its own group: the cells are already one per (group, key),
+    so nothing is summed; NumPy orders them by (rank of the group values, key)."""
+    pid = cells["__pid"].to_numpy()
+    key = cells["__key"].to_numpy()
+    order = np.lexsort((key, _rank_of_pid(q, gf)[pid])) if len(gf) else np.arange(len(cells))
+    g = cells[order] if len(cells) else cells
+    return assemble_output(q, prep, plan, numeric, _group_columns(q, gf, pid[order]), key[order],
+                           {c: g[c] for c in vcols})
 
 
 def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
@@ -116,9 +145,7 @@ def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str
     gf = run.group_frame()
     n_pid = max(len(gf), 1)
     if q.group_by and len(gf):
-        ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
-        rank_of_pid = np.empty(len(gf), np.int64)
-        rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
+        rank_of_pid = _rank_of_pid(q, gf)
     else:
         rank_of_pid = np.zeros(n_pid, np.int64)
     counts = np.zeros(n_pid, np.int64)
@@ -134,11 +161,7 @@ def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str
     if not keys_increase(pid, key):
         order = np.lexsort((key, rank_of_pid[pid]))
         pid, key, val = pid[order], key[order], val[order]
-    group_cols = {}
-    if q.group_by:
-        idx = pid if _is_arange(gf["__pid"]) else np.searchsorted(gf["__pid"].to_numpy(), pid)
-        sel = gf.select(list(q.group_by)).gather(pl.Series(idx))
-        group_cols = {gcol: sel[gcol] for gcol in q.group_by}
+    group_cols = _group_columns(q, gf, pid) if q.group_by else {}
     vals = {f"__v{j}": pl.Series(f"__v{j}", val[:, j]) for j in range(ncol)}
     return assemble_output(q, prep, plan, numeric, group_cols, key, vals)
 

@@ -167,9 +167,16 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
 
     tdt = df.schema[q.type_col]
     if not (tdt == pl.String or isinstance(tdt, (pl.Categorical, pl.Enum))):
+        hint = f"Cast it with pl.col('{q.type_col}').cast(pl.String)"
+        if tdt.is_integer():  # type codes: an Enum of the names runs as fast as the codes would
+            names = list(q.event_types)
+            codes = ", ".join(f"<code of {n}>: {n!r}" for n in names)
+            hint = (f"If these are type codes, map them to the query's type names as an Enum (as fast as "
+                    f"the codes): pl.col('{q.type_col}').replace_strict({{{codes}}}, "
+                    f"return_dtype=pl.Enum({names!r}))")
         raise CepvecTypeError(
             f"type column '{q.type_col}' must hold event type names (String, Categorical or Enum); "
-            f"found {tdt}. Cast it with pl.col('{q.type_col}').cast(pl.String)")
+            f"found {tdt}. {hint}")
     if df[q.type_col].null_count():
         first = df.with_row_index("__r").filter(pl.col(q.type_col).is_null())["__r"][0]
         raise CepvecDataError(

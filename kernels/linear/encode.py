@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit
-from .constants import F_END, MODE_SLIDE
+from .._jit import jit, jit_inline
+from .constants import F_END, MODE_SLIDE, TIE_SHIFT
 
 
 @jit
@@ -39,6 +39,102 @@ def fill_events(cls, cls_prog, pid, t, w, pos, out_t, out_prog, out_w):
         out_prog[j] = pg
         for c in range(nw):
             out_w[j, c] = w[i, c]
+
+
+#: Ties longer than this are ordered by a counting sort instead of an insertion sort.
+_TIE_INSERTION = 16
+
+
+@jit_inline
+def _next_tie(ev_time, e, hi):
+    """The next run ``[a, b)`` of equal time stamps with ``b > e`` (``a == b == hi``: none left)."""
+    while e < hi and ev_time[e] != ev_time[e - 1]:
+        e += 1
+    if e >= hi:
+        return hi, hi
+    a = e - 1
+    while e < hi and ev_time[e] == ev_time[a]:
+        e += 1
+    return a, e
+
+
+@jit
+def order_ties(seg_lo, seg_hi, ev_time, ev_prog, ev_w, PT):
+    """Sort every run of equal time stamps of every segment by tie rank, stably and in place.
+
+    Events with one time stamp never see each other, so any order within a run means the
+    same; in rank order the fast loops can run them one after the other
+    (``programs.tie_ranks``). One pass over the times when there are no ties. Runs longer
+    than ``_TIE_INSERTION`` are left to :func:`order_long_ties`; returns their number.
+    """
+    nw = ev_w.shape[1]
+    wrow = np.empty(nw, ev_w.dtype)
+    n_long = 0
+    for sg in range(seg_lo.shape[0]):
+        hi = seg_hi[sg]
+        e = seg_lo[sg] + 1
+        while True:
+            a, e = _next_tie(ev_time, e, hi)
+            if a >= hi:
+                break
+            if e - a > _TIE_INSERTION:
+                n_long += 1
+                continue
+            for i in range(a + 1, e):
+                p = ev_prog[i]
+                r = PT[PT[p]] >> TIE_SHIFT
+                j = i
+                while j > a and (PT[PT[ev_prog[j - 1]]] >> TIE_SHIFT) > r:
+                    j -= 1
+                if j < i:
+                    for c in range(nw):
+                        wrow[c] = ev_w[i, c]
+                    for m in range(i, j, -1):
+                        ev_prog[m] = ev_prog[m - 1]
+                        for c in range(nw):
+                            ev_w[m, c] = ev_w[m - 1, c]
+                    ev_prog[j] = p
+                    for c in range(nw):
+                        ev_w[j, c] = wrow[c]
+    return n_long
+
+
+@jit
+def order_long_ties(seg_lo, seg_hi, ev_time, ev_prog, ev_w, PT):
+    """The runs of equal time stamps that :func:`order_ties` left (longer than
+    ``_TIE_INSERTION``), by a stable counting sort on tie rank (a kernel of its own: most
+    inputs never need it compiled)."""
+    nw = ev_w.shape[1]
+    n_prog = PT[0] if PT.shape[0] > 0 else 0
+    start = np.zeros(n_prog + 2, np.int64)
+    for sg in range(seg_lo.shape[0]):
+        hi = seg_hi[sg]
+        e = seg_lo[sg] + 1
+        while True:
+            a, e = _next_tie(ev_time, e, hi)
+            if a >= hi:
+                break
+            if e - a <= _TIE_INSERTION:
+                continue
+            for r in range(n_prog + 2):
+                start[r] = 0
+            for i in range(a, e):
+                start[(PT[PT[ev_prog[i]]] >> TIE_SHIFT) + 1] += 1
+            for r in range(1, n_prog + 2):
+                start[r] += start[r - 1]
+            prog = np.empty(e - a, np.int64)
+            w = np.empty((e - a, nw), ev_w.dtype)
+            for i in range(a, e):
+                r = PT[PT[ev_prog[i]]] >> TIE_SHIFT
+                j = start[r]
+                start[r] = j + 1
+                prog[j] = ev_prog[i]
+                for c in range(nw):
+                    w[j, c] = ev_w[i, c]
+            for i in range(e - a):
+                ev_prog[a + i] = prog[i]
+                for c in range(nw):
+                    ev_w[a + i, c] = w[i, c]
 
 
 @jit

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import F_DELTA, F_END, F_FAST, F_FASTW, F_LEFT, F_RIGHT
+from .constants import F_DELTA, F_END, F_FAST, F_FASTW, F_LEFT, F_RIGHT, F_TIE, TIE_SHIFT
 
 
 def pack_programs(progs, out_rows):
@@ -33,6 +33,7 @@ def pack_programs(progs, out_rows):
     and sets the flags (see the module docstring).
     """
     outs = {int(r) for r in out_rows}
+    ranks, tie_self = tie_ranks(progs)
     header = len(progs)
     body: list[int] = []
     offs = []
@@ -56,6 +57,10 @@ def pack_programs(progs, out_rows):
             flags |= F_FAST
             if not (flags & F_END) or flags & F_DELTA:
                 flags |= F_FASTW
+        if ranks[len(offs)]:
+            flags |= ranks[len(offs)] << TIE_SHIFT
+            if tie_self[len(offs)]:
+                flags |= F_TIE
         offs.append(header + len(body))
         body += [flags, len(trips), len(resets), len(ends)]
         for t in trips:
@@ -91,3 +96,67 @@ def _inplace_order(trips):
                 ready.append(k2)
                 ready.sort()
     return out if len(out) == n else None
+
+
+#: Above this many programs the tie ranks are not computed (pairwise test); ties then take
+#: the general loop as before.
+MAX_TIE_PROGRAMS = 512
+
+
+def tie_ranks(progs):
+    """Per program, a rank (0: none) for running events with one time stamp one after the other.
+
+    Events with equal time stamps never see each other: the group's map adds every
+    contribution from the pre-state (``_apply_generic``). Applied one after the other in
+    place, events ``a`` then ``b`` give the same result when ``a`` writes (adds to or
+    resets) no row that ``b`` reads, and adds to no row that ``b`` resets. Ranks order the
+    programs so that, sorted by rank within a time stamp, every pair of events of
+    different programs satisfies this (a topological order of the "must come first"
+    relation); a program in a cycle of it, or in a pair that fits in neither order, gets
+    rank 0. ``tie_self[p]``: two events of program ``p`` fit (no Kleene self-loop and the
+    like). The fast loops run a tie in place only when every event of it has a rank,
+    ranks increase along it, and equal ranks are one program with ``tie_self``.
+    """
+    n = len(progs)
+    if n > MAX_TIE_PROGRAMS:
+        return [0] * n, [False] * n
+    srcs, dsts, resets = [], [], []
+    for trips, rs, _ in progs:
+        srcs.append({int(t[1]) for t in trips})
+        dsts.append({int(t[0]) for t in trips})
+        resets.append({int(r) for r in rs})
+
+    def fits(a, b):  # a then b, in place, equals both from the pre-state
+        return not ((dsts[a] | resets[a]) & srcs[b]) and not (dsts[a] & resets[b])
+
+    tie_self = [fits(p, p) for p in range(n)]
+    bad = [False] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for a in range(n):
+        for b in range(a + 1, n):
+            ab, ba = fits(a, b), fits(b, a)
+            if not ab and not ba:
+                bad[a] = bad[b] = True
+            elif not ba:  # a must come first
+                succ[a].append(b)
+                indeg[b] += 1
+            elif not ab:
+                succ[b].append(a)
+                indeg[a] += 1
+    ready = [p for p in range(n) if indeg[p] == 0]
+    order = []
+    while ready:
+        p = ready.pop()
+        order.append(p)
+        for q in succ[p]:
+            indeg[q] -= 1
+            if indeg[q] == 0:
+                ready.append(q)
+    ranks = [0] * n
+    for i, p in enumerate(order):
+        ranks[p] = i + 1
+    for p in range(n):
+        if bad[p] or indeg[p] > 0:  # in a cycle (never reached indegree 0) or a misfit pair
+            ranks[p] = 0
+    return ranks, tie_self

@@ -1,10 +1,11 @@
 """Per-mode fast loops of the linear-map kernels and their jitted drivers.
 
-Loops: each segment first runs a per-mode fast loop (one event per group,
+Loops: each segment first runs a per-mode fast loop (events one at a time,
 every program in place; :func:`_within_fast`, :func:`_emit_fast`,
 :func:`_slide_fast`, :func:`_vector_fast`), which falls back to the general
 loop of :func:`run_segments` (groups of equal time stamps) when it meets a
-tie or another program. What made the difference, measured (Numba 0.68):
+tie it cannot run one event after the other (``programs.tie_ranks``) or
+another program. What made the difference, measured (Numba 0.68):
 helpers small enough to inline (a non-inlined call with several array
 arguments costs 60-100 ns), no array reassigned inside an event loop, no
 array argument written by an inlined helper (both add reference counting to
@@ -20,12 +21,12 @@ import numpy as np
 from .._jit import jit, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
-from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, HDR, MODE_EMIT_UNBOUNDED, ST_GROW_OUT,
-                        ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW)
+from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_UNBOUNDED, ST_GROW_OUT,
+                        ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
 
 
-# Fast loops: one segment whose times are strictly increasing and whose programs all apply
-# in place (flag F_FAST; F_FASTW under WITHIN). They find out themselves: on a tie or
+# Fast loops: one segment whose programs all apply in place (flag F_FAST; F_FASTW under
+# WITHIN) and whose equal time stamps may run one after the other (``_tie_fits``). They find out themselves: on a tie or
 # another program they return ST_SLOW, when the queue outgrows U or the results outgrow
 # the output arrays ST_GROW_* with the size needed; the caller then restores the segment's
 # state (X_state row, next_k, n_out) and runs it again (larger arrays, or the general loop).
@@ -56,6 +57,20 @@ from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, HDR, MODE_
 # the front is empty).
 
 _U64 = np.uint64
+#: Zero as a typed value, not a literal: a helper called with a literal 0 in one place and an
+#: int64 in another compiles twice (seen on a cold cache: about 1.4 s of the WITHIN loop).
+_Z = np.int64(0)
+
+
+@jit_inline
+def _tie_fits(PT, pa, pb):
+    """True when an event of program ``pb`` may follow one of ``pa`` with the same time stamp
+    in place (see ``programs.tie_ranks``; ``order_ties`` sorted the tie by rank)."""
+    fa = PT[_U64(PT[_U64(pa)])]
+    fb = PT[_U64(PT[_U64(pb)])]
+    ra = fa >> TIE_SHIFT
+    rb = fb >> TIE_SHIFT
+    return ra > 0 and rb > 0 and (ra < rb or (pa == pb and (fb & F_TIE) != 0))
 
 
 @jit_inline
@@ -163,7 +178,7 @@ def _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1):
             W[_U64(row + i)] = W[_U64(G0 + j0 * D + i)]
         if j1 >= 0:
             f |= _frow_add(W, row, G0 + j1 * D, D)
-    _fident(W, 0, D)
+    _fident(W, _Z, D)
     return f
 
 
@@ -172,15 +187,16 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
     """WITHIN w over one segment (``n`` events, the event arrays its slices): adds to the
     output totals ``xrow`` the matches ending in it. Returns ``(status, need, time)``."""
     U0 = 2 * D * D
-    f_lo = 0
-    f_hi = 0
+    f_lo = _Z
+    f_hi = _Z
     ovf = np.int64(0)
-    _fident(W, 0, D)
+    _fident(W, _Z, D)
     for e in range(n):
         t = ev_time[_U64(e)]
         o = PT[_U64(ev_prog[_U64(e)])]
         fl = PT[_U64(o)]
-        if (fl & F_FASTW) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]):
+        if (fl & F_FASTW) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]
+                                   and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
             return ST_SLOW, 0, 0
         bound = t - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
@@ -205,7 +221,7 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
                 v, f = _add(xrow[d], ys)
                 ovf |= f
                 xrow[d] = v
-        ovf |= _fapply(W, 0, D, e, ev_prog, ev_w, nw, PT, False)
+        ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, False)
         if ovf < 0:
             return ST_OVERFLOW, 0, t
     return ST_OK, 0, 0
@@ -220,10 +236,10 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
     U0 = 2 * D * D
     n_out_rows = out_rows.shape[0]
     out0 = out_rows[0] * D
-    f_lo = 0
-    f_hi = 0
+    f_lo = _Z
+    f_hi = _Z
     ovf = np.int64(0)
-    _fident(W, 0, D)
+    _fident(W, _Z, D)
     ep = 0
     ep_hi = emit_times.shape[0]
     e = 0
@@ -264,12 +280,13 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
                         out_val[n_out, r] = y
                     n_out += 1
         else:
-            ovf |= _fapply(W, 0, D, e, ev_prog, ev_w, nw, PT, False)
+            ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, False)
             e += 1
             if e < n:
                 t_prev = t
                 t = ev_time[_U64(e)]
-                if t == t_prev or (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0:
+                if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (
+                        t == t_prev and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
                     return ST_SLOW, n_out, 0, 0
         if ovf < 0:
             return ST_OVERFLOW, n_out, 0, te
@@ -292,13 +309,15 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
     out0 = out_rows[0] * D
     ovf = np.int64(0)
     if e0 == 0:
-        _fident(W, 0, D)
+        _fident(W, _Z, D)
     for e in range(e0, n + 1):
         at_end = e == n
         t = 0
         if not at_end:
             t = ev_time[_U64(e)]
-            if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]):
+            if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (
+                    e > 0 and t == ev_time[_U64(e - 1)]
+                    and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
                 return ST_SLOW, n_out, k, 0, 0, e, f_lo, f_hi
         # close the windows [k s, k s + w) that end before this event
         while True:
@@ -338,7 +357,7 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
             return ST_OVERFLOW, n_out, k, 0, t, e, f_lo, f_hi
         if at_end:
             break
-        ovf |= _fapply(W, 0, D, e, ev_prog, ev_w, nw, PT, False)
+        ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, False)
         if ovf < 0:
             return ST_OVERFLOW, n_out, k, 0, t, e, f_lo, f_hi
     return ST_OK, n_out, k, 0, 0, n, f_lo, f_hi
@@ -360,7 +379,8 @@ def _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_
         t = 0
         if e < hi:
             t = ev_time[e]
-            if (PT[PT[ev_prog[e]]] & F_LEFT) == 0 or (e > lo and t == t_prev):
+            if (PT[PT[ev_prog[e]]] & F_LEFT) == 0 or (e > lo and t == t_prev
+                                                      and not _tie_fits(PT, ev_prog[e - 1], ev_prog[e])):
                 return ST_SLOW, n_out
             t_prev = t
         if mode == MODE_EMIT_UNBOUNDED:
@@ -423,7 +443,7 @@ def _drive_within(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w
     ``slow`` the segments for the general loop)."""
     D = v0.shape[0]
     nw = ev_w.shape[1]
-    fcap = 64
+    fcap = np.int64(64)
     Wk = _flat_workspace(D, fcap, v0)
     x_save = np.zeros(D, v0.dtype)
     for sg in range(seg_lo.shape[0]):
@@ -467,7 +487,7 @@ def _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
     n_out = 0
-    fcap = 64
+    fcap = np.int64(64)
     Wk = _flat_workspace(D, fcap, v0)
     for sg in range(seg_lo.shape[0]):
         lo = seg_lo[sg]
@@ -510,7 +530,7 @@ def _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, e
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
     n_out = 0
-    fcap = 64
+    fcap = np.int64(64)
     Wk = _flat_workspace(D, fcap, v0)
     for sg in range(seg_lo.shape[0]):
         lo = seg_lo[sg]

@@ -17,9 +17,6 @@ partition, and the segments run in up to ``CEPVEC_NUM_THREADS`` threads
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -32,6 +29,7 @@ from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask
+from cepvec.runtime.threads import MIN_EVENTS_PER_THREAD, map_threads, n_threads, split_ranges
 
 STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
 # The order semiring (MIN / MAX): values are uint64 order keys, "+" is max and "*" is min, so 0
@@ -39,26 +37,6 @@ STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "emit": K.MODE_EMIT, "slide": K.MODE_SLIDE}
 _BIG = np.iinfo(np.int64).max // 4
 _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
-_MIN_EVENTS_PER_THREAD = 200_000
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _n_threads() -> int:
-    env = os.environ.get("CEPVEC_NUM_THREADS")
-    if env:
-        return max(1, int(env))
-    try:
-        n = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover (not Linux)
-        n = os.cpu_count() or 1
-    return max(1, min(n, 8))
-
-
-def _pool(n: int) -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None or _POOL._max_workers < n:  # noqa: SLF001
-        _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cepvec")
-    return _POOL
 
 
 class LinearStream(Partitions):
@@ -95,6 +73,7 @@ class LinearStream(Partitions):
         self.programs: dict[tuple[int, int], int] = {}
         self.PT = np.zeros(0, np.int64)
         self.prog_flags = np.zeros(0, np.int64)
+        self.order_ties = False
         self._setup_encoding()
         # GROUP-BY values are the partition keys: each partition is its own group
         self.groups_are_partitions = list(self.q.partition_by) == list(self.q.group_by)
@@ -256,6 +235,8 @@ class LinearStream(Partitions):
             progs.append((trips, rows, bool(b & self.end_bit)))
         self.PT = K.pack_programs(progs, plan.out_rows)
         self.prog_flags = self.PT[self.PT[:len(progs)]].copy()
+        # ties of several programs run in place once sorted by tie rank (kernels: order_ties)
+        self.order_ties = len(progs) > 1 and bool(np.any(self.prog_flags >> K.TIE_SHIFT))
 
     def _weights(self, df: pl.DataFrame) -> np.ndarray:
         if not self.wcols:
@@ -374,29 +355,39 @@ class LinearStream(Partitions):
 
     # -------------------------------------------------------------- streaming
     def push(self, df: pl.DataFrame, times: np.ndarray, *, final: bool = False):
-        """Consume the next time-ordered batch (``times`` in the time unit)."""
+        """Consume the next time-ordered batch (``times`` in the time unit).
+
+        Runs one batch behind: a batch is held until the next one arrives (or ``finish``), so a
+        whole input pushed at once runs in one pass with nothing carried; of the held batch,
+        the events with the next batch's first time stamp wait for it (equal time stamps never
+        see each other).
+        """
         times = np.asarray(times, dtype=np.int64)
         if len(df) and self.last_time is not None and times[0] < self.last_time:
             raise CepvecDataError(
                 f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
                 "batches must arrive in time order")
+        if len(df):
+            self.last_time = int(times[-1])
+        if not final and not len(df):
+            return
+        t_next = int(times[0]) if len(df) else None
         if self.held is not None:
             hdf, ht = self.held
             self.held = None
             df = pl.concat([hdf, df], how="vertical_relaxed") if len(df) else hdf
             times = np.concatenate([ht, times])
-        if not final and len(df):
-            # equal time stamps may continue in the next batch: hold the last one back
-            tmax = times[-1]
-            cut = int(np.searchsorted(times, tmax, side="left"))
+        if final:
+            limit = _BIG
+        else:
+            # everything before the new batch's first time stamp is final
+            cut = int(np.searchsorted(times, t_next, side="left"))
             self.held = (df[cut:], times[cut:])
+            if not cut:
+                return
             df = df[:cut]
             times = times[:cut]
-            limit = int(tmax)
-        else:
-            limit = _BIG
-        if len(df):
-            self.last_time = int(times[-1])
+            limit = t_next
         self._process(df, times, limit)
 
     def finish(self) -> None:
@@ -415,7 +406,7 @@ class LinearStream(Partitions):
         nw = len(self.wcols)
         emit = self.mode in _EMIT_MODES
         n_new = len(df) if df is not None else 0
-        par = _n_threads() > 1 and n_new >= 2 * _MIN_EVENTS_PER_THREAD
+        par = n_threads() > 1 and n_new >= 2 * MIN_EVENTS_PER_THREAD
         halves = [(0, n_new // 2), (n_new // 2, n_new)] if par else [(0, n_new)]
         counts = None
         if n_new:
@@ -430,7 +421,7 @@ class LinearStream(Partitions):
                     K.view_codes(views[r[0]:r[1]], *self.view_hash, cls[r[0]:r[1]])
                     return K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]])
 
-                counts = self._map(codes_count, halves)
+                counts = map_threads(codes_count, halves)
             else:
                 cls, cls_prog = self._classes(df)
             new_w = self._weights(df)
@@ -449,7 +440,7 @@ class LinearStream(Partitions):
         # group carried and new events by partition (stable: carried first, then time order)
         n_parts = max(len(self.keys), 1)
         if counts is None:
-            counts = self._map(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
+            counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
                                halves)
         n_carry = np.bincount(c["pid"], minlength=n_parts).astype(np.int64)
         count = n_carry + sum(counts)
@@ -461,12 +452,13 @@ class LinearStream(Partitions):
         ev_prog = np.empty(total + 1, np.int64)
         ev_w = np.empty((total + 1, nw), self.dtype)
         pos = seg_start.copy()
-        K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
+        if len(c["t"]):
+            K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
         starts = []
         for cnt in counts:
             starts.append(pos.copy())
             pos += cnt
-        self._map(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
+        map_threads(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
                                           times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],
                                           starts[i], ev_t, ev_prog, ev_w), range(len(halves)))
         ev_t, ev_prog, ev_w = ev_t[:total], ev_prog[:total], ev_w[:total]
@@ -496,38 +488,18 @@ class LinearStream(Partitions):
 
         def run(r):
             a, b = r
+            if self.order_ties and K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
+                K.order_long_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
             e = np.zeros(3, np.int64)
             return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
                                   emit_lo[a:b], emit_hi[a:b], *tail, e), e
 
-        for (out_pid, out_key, out_val), err in self._map(run, self._split(seg_hi - seg_lo)):
+        for (out_pid, out_key, out_val), err in map_threads(run, split_ranges(seg_hi - seg_lo)):
             if err[0]:
                 self._raise_overflow(int(err[1]), int(err[2]))
             if len(out_pid):
                 self.outputs.append((out_pid, out_key, out_val))
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
-
-    @staticmethod
-    def _map(fn, items):
-        """``[fn(x) for x in items]``, in threads when there are several items."""
-        items = list(items)
-        if len(items) <= 1:
-            return [fn(x) for x in items]
-        futs = [_pool(len(items)).submit(fn, x) for x in items]
-        return [f.result() for f in futs]
-
-    @staticmethod
-    def _split(sizes: np.ndarray) -> list[tuple[int, int]]:
-        """Contiguous ranges of segments with about equal numbers of events, one per thread."""
-        n = len(sizes)
-        total = int(sizes.sum())
-        k = min(_n_threads(), n, total // _MIN_EVENTS_PER_THREAD)
-        if k <= 1:
-            return [(0, n)]
-        cum = np.cumsum(sizes)
-        cuts = [0] + [int(np.searchsorted(cum, total * i / k)) + 1 for i in range(1, k)] + [n]
-        cuts = sorted(set(min(max(x, 0), n) for x in cuts))
-        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
     def _group_ids(self, n_parts: int) -> tuple[np.ndarray, int]:
         """Dense group id of every partition id, and the number of groups."""

@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.errors import CepvecDataError
+from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
 from cepvec.paths.base import feed
@@ -276,16 +277,23 @@ class ScanRun:
         out_mm = np.empty((n_out, RM), np.int64)
         out_mm[:, 0::2] = K.I64_MAX
         out_mm[:, 1::2] = K.NEG_INF
-        err = np.zeros(3, np.int64)
         A = plan.arrays
-        K.run_scan(self.mode, np.int64(w), np.int64(s), self.int_state, np.int64(done), np.int64(bound), seg_ptr, seg_pids, seg_kbase, out_ptr,
-                   seg_et_lo, seg_et_hi, ET, ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,
-                   A["occ_pat"], A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["tr_src"], plo, phi,
-                   A["tr_gptr"], A["tr_guards"], prog_op, prog_arg, constI, constF, A["neg_order"],
-                   A["start_neg"], A["end_neg"], comp_i, comp_f, A["mm_occ"], np.int64(self.programs.max_depth),
-                   out_vi, out_vf, out_mm, err)
-        if err[0]:
-            raise overflow_error(q, f"in partition {parts.describe(int(err[1]))} near time {int(err[2])}")
+
+        def run(r):  # the segments [a, b), in a thread of their own when there are several
+            a, b = r
+            err = np.zeros(3, np.int64)
+            K.run_scan(self.mode, np.int64(w), np.int64(s), self.int_state, np.int64(done), np.int64(bound),
+                       seg_ptr[a:b + 1], seg_pids[a:b], seg_kbase[a:b], out_ptr[a:b + 1], seg_et_lo[a:b],
+                       seg_et_hi[a:b], ET, ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,
+                       A["occ_pat"], A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["tr_src"], plo, phi,
+                       A["tr_gptr"], A["tr_guards"], prog_op, prog_arg, constI, constF, A["neg_order"],
+                       A["start_neg"], A["end_neg"], comp_i, comp_f, A["mm_occ"], np.int64(self.programs.max_depth),
+                       out_vi, out_vf, out_mm, err)
+            return err
+
+        for err in map_threads(run, split_ranges(np.diff(seg_ptr))):  # first error in segment order
+            if err[0]:
+                raise overflow_error(q, f"in partition {parts.describe(int(err[1]))} near time {int(err[2])}")
         # cells: (partition, key) -> values
         seg_of_row = np.repeat(np.arange(n_seg), cap)
         row_in_seg = np.arange(n_out) - out_ptr[:-1][seg_of_row]

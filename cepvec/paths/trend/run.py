@@ -26,6 +26,7 @@ from cepvec.kernels import trend as K
 from cepvec.paths.base import feed
 from cepvec.runtime.output import build_output_frame, overflow_error
 from cepvec.paths.trend.plan import TrendPlan, build
+from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask, to_polars
 
@@ -272,22 +273,27 @@ class TrendStream:
         cs_ptr = np.searchsorted(cs["pid"], np.append(seg_pids, np.iinfo(np.int64).max)).astype(np.int64)
         cs_ptr[-1] = len(cs["pid"])
         A = plan.arrays
-        err = np.zeros(3, np.int64)
-        res = K.run_segments(
-            self.mode, self.w, self.s, self.W, self.int_state, np.int64(limit),
-            seg_ptr, seg_pids, self.next_k,
-            ev["t"], ev["bind"], ev["neg"], ev["wi"], ev["wf"], ev["key"], ev["kok"], ev["thr"], ev["tok"],
-            A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["out_ptr"], A["out_tr"],
-            A["tr_src"], A["tr_kind"], A["tr_reset"], A["start_reset"], A["end_reset"], self.comp_i, self.comp_f,
-            cs_ptr, cs["tr"], cs["key"], cs["vi"], cs["vf"], np.int64(self.EPOCH_MIN), np.int64(self.MAX_CELLS), err)
-        if err[0] == K.ERR_MEMORY:
-            raise CepvecPlanError(
-                f"the trend path would hold {int(err[2]):,} window cells for partition "
-                f"{self.parts.describe(int(err[1]))} of query {' '.join(self.q.text.split())!r}: every event is "
-                f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
-                "events; use a coarser SLIDE or a shorter WITHIN")
-        if err[0]:
-            raise overflow_error(self.q, f"in partition {self.parts.describe(int(err[1]))} near time {int(err[2])}")
+
+        def run(r):  # the segments [a, b), in a thread of their own when there are several
+            a, b = r
+            err = np.zeros(3, np.int64)
+            res = K.run_segments(
+                self.mode, self.w, self.s, self.W, self.int_state, np.int64(limit),
+                seg_ptr[a:b + 1], seg_pids[a:b], self.next_k,
+                ev["t"], ev["bind"], ev["neg"], ev["wi"], ev["wf"], ev["key"], ev["kok"], ev["thr"], ev["tok"],
+                A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["out_ptr"], A["out_tr"],
+                A["tr_src"], A["tr_kind"], A["tr_reset"], A["start_reset"], A["end_reset"], self.comp_i,
+                self.comp_f, cs_ptr[a:b + 1], cs["tr"], cs["key"], cs["vi"], cs["vf"], np.int64(self.EPOCH_MIN),
+                np.int64(self.MAX_CELLS), err)
+            return res, err
+
+        ranges = split_ranges(np.diff(seg_ptr))
+        results = map_threads(run, ranges)
+        for _, err in results:  # the first error in segment order, as one call would stop there
+            if err[0]:
+                self._raise(err)
+        res = [np.concatenate(parts) for parts in zip(*(r for r, _ in results))] if len(results) > 1 \
+            else results[0][0]
         out_pid, out_key, out_vi, out_vf, so_pid, so_tr, so_key, so_vi, so_vf = res
         if len(out_pid):
             self.outputs.append((out_pid, out_key, out_vi, out_vf))
@@ -302,6 +308,15 @@ class TrendStream:
         else:
             keep = ev["t"] >= self.next_k[ev["pid"]] * self.s
             self.carry = {k: v[keep] for k, v in ev.items()}
+
+    def _raise(self, err: np.ndarray) -> None:
+        if err[0] == K.ERR_MEMORY:
+            raise CepvecPlanError(
+                f"the trend path would hold {int(err[2]):,} window cells for partition "
+                f"{self.parts.describe(int(err[1]))} of query {' '.join(self.q.text.split())!r}: every event is "
+                f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
+                "events; use a coarser SLIDE or a shorter WITHIN")
+        raise overflow_error(self.q, f"in partition {self.parts.describe(int(err[1]))} near time {int(err[2])}")
 
     # -------------------------------------------------------------- results
     def group_frame(self) -> pl.DataFrame:

@@ -1,0 +1,62 @@
+"""Partitions in threads: one query, many GROUP-BY keys, 1 thread vs 2 vs every usable core.
+
+``CEPVEC_NUM_THREADS`` caps the threads of a run (``cepvec/runtime/threads.py``); each
+thread takes a contiguous range of partitions with about equal numbers of events. The
+baseline is the same run on one thread (ratio = speed-up). Data, two distributions of the
+group key: ``uniform`` (every group about the same size) and ``zipf`` (one group holds a
+large share: a thread gets it alone, the speed-up is bounded by it). Times have ties.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import polars as pl
+
+import cepvec
+
+QUERIES = {
+    "aseq": ("RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50", 4_000_000),
+    "trend": ("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 400 SLIDE 200",
+              1_000_000),
+    "scan": ("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x + NEXT(A).x != 3 GROUP-BY id WITHIN 20", 400_000),
+}
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def events(n: int, n_groups: int, data: str, types: str) -> pl.DataFrame:
+    rng = np.random.default_rng(0)
+    if data == "uniform":
+        ids = rng.integers(0, n_groups, n)
+    else:  # Zipf: group 0 is the largest, the tail is long
+        ids = (rng.zipf(1.3, n) - 1) % n_groups
+    return pl.DataFrame({
+        "type": np.array(list(types))[rng.integers(0, len(types), n)],
+        "time": np.sort(rng.integers(0, n // 2, n)),  # about two events per time stamp
+        "id": ids.astype(np.int64),
+        "x": rng.random(n),  # distinct floats
+    })
+
+
+class Threads:
+    params = [list(QUERIES), [100, 10_000], ["uniform", "zipf"], sorted({1, 2, CORES})]
+    param_names = ["path", "n_groups", "data", "threads"]
+    timeout = 600
+
+    def setup(self, path, n_groups, data, threads):
+        text, n = QUERIES[path]
+        self.query = cepvec.compile(text)
+        self.events = events(n, n_groups, data, "ABCD" if path == "aseq" else "A")
+        self.old = os.environ.get("CEPVEC_NUM_THREADS")
+        os.environ["CEPVEC_NUM_THREADS"] = str(threads)
+        cepvec.run(self.query, self.events[:2000])  # compile / load the kernels
+
+    def teardown(self, path, n_groups, data, threads):
+        if self.old is None:
+            os.environ.pop("CEPVEC_NUM_THREADS", None)
+        else:
+            os.environ["CEPVEC_NUM_THREADS"] = self.old
+
+    def time_run(self, path, n_groups, data, threads):
+        cepvec.run(self.query, self.events)

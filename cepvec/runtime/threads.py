@@ -1,0 +1,59 @@
+"""Threads for the Numba paths: partitions (segments) run side by side in one process.
+
+The kernels are compiled ``nogil`` and a call writes only the state rows of its own
+segments, so contiguous ranges of segments run in a thread each. ``CEPVEC_NUM_THREADS``
+sets the number of threads (default: the cores this process may use, at most 8); a range
+gets at least ``MIN_EVENTS_PER_THREAD`` events, so small inputs stay on one thread.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+#: Fewer events than this per thread are not worth a thread's hand-off.
+MIN_EVENTS_PER_THREAD = 200_000
+_POOL: ThreadPoolExecutor | None = None
+
+
+def n_threads() -> int:
+    """Threads a run may use: ``CEPVEC_NUM_THREADS``, else the usable cores (at most 8)."""
+    env = os.environ.get("CEPVEC_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (not Linux)
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _pool(n: int) -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None or _POOL._max_workers < n:  # noqa: SLF001
+        _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cepvec")
+    return _POOL
+
+
+def map_threads(fn, items) -> list:
+    """``[fn(x) for x in items]``, in threads when there are several items (results in order)."""
+    items = list(items)
+    if len(items) <= 1:
+        return [fn(x) for x in items]
+    futs = [_pool(len(items)).submit(fn, x) for x in items]
+    return [f.result() for f in futs]
+
+
+def split_ranges(sizes: np.ndarray) -> list[tuple[int, int]]:
+    """Contiguous ranges of segments with about equal numbers of events, one per thread."""
+    n = len(sizes)
+    total = int(np.sum(sizes))
+    k = min(n_threads(), n, total // MIN_EVENTS_PER_THREAD)
+    if k <= 1:
+        return [(0, n)]
+    cum = np.cumsum(sizes)
+    cuts = [0] + [int(np.searchsorted(cum, total * i / k)) + 1 for i in range(1, k)] + [n]
+    cuts = sorted(set(min(max(x, 0), n) for x in cuts))
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]

@@ -1,0 +1,79 @@
+"""Partitions in threads (cepvec.runtime.threads): results do not depend on the number of threads.
+
+The threshold of events per thread is lowered so that tiny inputs split into many ranges of
+segments; every path with threads must give the rows of a single-thread run, errors included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cepvec
+from cepvec.paths.linear import run as linear_run
+from cepvec.runtime import threads
+from tests.strategies import examples
+
+pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
+
+QUERIES = [
+    ("aseq", "RETURN id, COUNT(*), SUM(B.x) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 6 SLIDE 2"),
+    ("aseq", "RETURN id, COUNT(*) PATTERN SEQ(A, NOT D, B) WHERE [id] GROUP-BY id WITHIN 5 EMIT CHANGES"),
+    ("greta", "RETURN id, COUNT(*), MAX(A.x) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 8"),
+    ("greta", "RETURN id, COUNT(*) PATTERN SEQ(A+, B) WHERE [id] AND A.x > NEXT(A).x GROUP-BY id "
+              "WITHIN 6 SLIDE 3"),
+    ("greta", "RETURN id, COUNT(*) PATTERN SEQ(A+, B) WHERE [id] AND A.x > NEXT(A).x GROUP-BY id"),
+]
+
+
+def _events(seed: int, n: int, n_ids: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({
+        "type": rng.choice(list("ABCD"), n), "time": np.sort(rng.integers(0, n // 2 + 1, n)),
+        "id": rng.integers(0, n_ids, n), "x": rng.integers(0, 5, n),
+    })
+
+
+def _run(text, engine, df, n, monkeypatch):
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", str(n))
+    return cepvec.run(text, df, engine=engine)
+
+
+@pytest.mark.parametrize("engine,text", QUERIES)
+@settings(max_examples=examples(40), deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(0, 300), n_ids=st.integers(1, 40))
+def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
+    df = _events(seed, n, n_ids)
+    with pytest.MonkeyPatch.context() as mp:
+        one = _run(text, engine, df, 1, mp)
+        mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        mp.setattr(linear_run, "MIN_EVENTS_PER_THREAD", 1)
+        many = _run(text, engine, df, 4, mp)
+    assert one.equals(many)
+
+
+def test_split_ranges_balances_events(monkeypatch):
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "3")
+    monkeypatch.setattr(threads, "MIN_EVENTS_PER_THREAD", 10)
+    sizes = np.array([50, 1, 1, 1, 50, 1, 1, 50])
+    ranges = threads.split_ranges(sizes)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(sizes)
+    assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+    assert len(ranges) == 3
+    monkeypatch.setattr(threads, "MIN_EVENTS_PER_THREAD", 10**9)
+    assert threads.split_ranges(sizes) == [(0, len(sizes))]
+
+
+def test_an_overflow_in_a_later_range_is_raised(monkeypatch):
+    """Exact counts overflow in one partition among many: the threaded run raises as one thread does."""
+    n = 400
+    df = pl.DataFrame({"type": ["A"] * n, "time": np.arange(n), "id": np.r_[np.zeros(n - 100, int), np.arange(100)],
+                       "x": np.arange(n)})
+    text = "RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id"
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "4")
+    monkeypatch.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+    with pytest.raises(cepvec.errors.CepvecOverflowError):
+        cepvec.run(text, df, engine="greta")

@@ -10,12 +10,13 @@ partition(query, spark_df)        lay out a Spark DataFrame for that function
 spark_errors()                    Spark worker errors back as cepvec errors
 run_many(queries, events)         many queries in one pass, sharing sub-patterns (docs/sharing.md)
 workload(queries)                 a compiled workload: its sharing plan and explain()
+stream(query, streaming_df)       a continuous query on Spark Structured Streaming
 
 See ``docs/language.md`` for the query language and ``docs/semantics.md``
 for what a query means.
 """
 
-from cepvec.api import compile, kernel, matches, partition, run, run_many, spark_errors, workload
+from cepvec.api import compile, kernel, matches, partition, run, run_many, spark_errors, stream, workload
 from cepvec.errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
                      CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
                      NotSupportedError, UnsupportedByEngine)
@@ -29,6 +30,7 @@ _ir.EXPLAINER[0] = _explain  # Query.explain() (the plan layer does not import t
 
 __all__ = [
     "compile", "run", "matches", "kernel", "partition", "spark_errors", "Query", "run_many", "workload",
+    "stream",
     "CepvecError", "CepvecSyntaxError", "CepvecQueryError", "NotSupportedError",
     "CepvecPlanError", "CepvecTypeError", "CepvecDataError", "CepvecOverflowError",
     "UnsupportedByEngine", "CepvecWarning",

@@ -11,12 +11,14 @@ partition(query, spark_df)        lay out a Spark DataFrame for that function
 spark_errors()                    Spark worker errors back as cepvec errors
 run_many(queries, events)         many queries in one pass, sharing sub-patterns (docs/sharing.md)
 workload(queries)                 a compiled workload: its sharing plan and explain()
+stream(query, streaming_df)       a continuous query on Spark Structured Streaming
 
 See ``docs/language.md`` for the query language and ``docs/semantics.md``
 for what a query means.
 """
 
-from cepvec.api import compile, iter_matches, kernel, matches, partition, run, run_many, spark_errors, workload
+from cepvec.api import (compile, iter_matches, kernel, matches, partition, run, run_many, spark_errors, stream,
+                        workload)
 from cepvec.errors import (CepvecDataError, CepvecError, CepvecOverflowError, CepvecPlanError,
                      CepvecQueryError, CepvecSyntaxError, CepvecTypeError, CepvecWarning,
                      NotSupportedError, UnsupportedByEngine)
@@ -29,7 +31,8 @@ from cepvec.plan import ir as _ir
 _ir.EXPLAINER[0] = _explain  # Query.explain() (the plan layer does not import the layers above it)
 
 __all__ = [
-    "compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors", "Query", "run_many", "workload",
+    "compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors", "Query", "run_many",
+    "workload", "stream",
     "CepvecError", "CepvecSyntaxError", "CepvecQueryError", "NotSupportedError",
     "CepvecPlanError", "CepvecTypeError", "CepvecDataError", "CepvecOverflowError",
     "UnsupportedByEngine", "CepvecWarning",

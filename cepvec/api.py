@@ -523,5 +523,70 @@ def workload(queries, *, sharing: str = "auto"):
     return compile_workload(queries, sharing)
 
 
+def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
+           time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", buckets: int | None = 16,
+           type_col: str | None = None, time_col: str | None = None):
+    """A continuous query over a Spark streaming DataFrame: the rows :func:`run` gives, as they become final.
+
+    Parameters
+    ----------
+    query : str or Query
+        A ``WITHIN ... SLIDE`` query (one row per window, emitted once when the
+        event-time watermark passes the window's end) or a ``WITHIN ... EMIT
+        CHANGES`` query (one row per END event time, emitted once the
+        watermark reaches that time). Queries without them aggregate the whole
+        unbounded stream and are refused (:class:`CepvecQueryError`).
+    streaming_df : pyspark.sql.DataFrame
+        A streaming DataFrame (``spark.readStream...``) with the type and time
+        columns and the attributes the query reads; an integer time (in
+        ``time_unit``) or a timestamp.
+    watermark : str or datetime.timedelta
+        How late an event may arrive (``"10 minutes"``, ``"30 s"``): the
+        watermark is the largest event time seen minus this delay. Events at
+        or below the watermark are late.
+    late : {"drop", "error", "side"}
+        Late events are dropped and counted (``late_events`` in the query's
+        ``lastProgress["observedMetrics"]["cepvec"]``), raise
+        :class:`CepvecDataError` in the query, or come out as rows of their own
+        with the result columns null and a ``late_event`` struct column.
+    checkpoint : str, optional
+        The checkpoint directory you give ``writeStream``; cepvec records its
+        state layout there and refuses to resume a checkpoint of another query
+        (local paths only).
+    time_unit, numeric, engine
+        As in :func:`run`.
+    buckets : int or None
+        GROUP-BY queries: the groups are hashed into this many state keys, one
+        engine run per key and micro-batch (the unit of parallelism); None
+        makes each GROUP-BY value a state key of its own (slower with many
+        groups: one Python call and engine run per value and micro-batch).
+        Keep it across restarts from a checkpoint.
+    type_col, time_col : str, optional
+        As in :func:`run`.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        A streaming DataFrame with :func:`run`'s columns (plus ``late_event``
+        when ``late="side"``), to be written in append mode with
+        ``writeStream`` to any sink. See ``docs/streaming.md``.
+
+    Examples
+    --------
+    ``cepvec.stream(q, spark.readStream.schema(s).parquet(path), watermark="1 minute")
+    .writeStream.option("checkpointLocation", ck).parquet(out)`` (``docs/streaming.md``).
+    """
+    q = _as_query(query, type_col, time_col)
+    if numeric not in NUMERIC:
+        raise CepvecPlanError(f"numeric must be 'int64' or 'float64'; found {numeric!r}")
+    if not _is_spark(streaming_df):
+        raise CepvecTypeError(f"cepvec.stream takes a Spark streaming DataFrame; found {type(streaming_df).__name__}. "
+                              "For a bounded table use cepvec.run(q, events)")
+    from cepvec.spark_adapter import stream_spark  # noqa: PLC0415  (optional dependency)
+
+    return stream_spark(q, streaming_df, watermark=watermark, late=late, checkpoint=checkpoint, time_unit=time_unit,
+                        numeric=numeric, engine=engine, buckets=buckets)
+
+
 __all__ = ["compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors", "run_many",
-           "workload"]
+           "workload", "stream"]

@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from .errors import cepvec_error, spark_errors
 from .run import partition, partition_plan, run_spark
+from .stream import stream_spark
 
-__all__ = ["run_spark", "partition", "partition_plan", "spark_errors", "cepvec_error"]
+__all__ = ["run_spark", "partition", "partition_plan", "spark_errors", "cepvec_error", "stream_spark"]

@@ -1,0 +1,162 @@
+"""``cepvec.stream`` against Spark's own streaming costs: a benchmark script, not an asv suite.
+
+Run it from the repository root::
+
+    python asv_benches/stream_bench.py                       # 10 micro-batches of 10^5 events, 1,000 groups
+    python asv_benches/stream_bench.py --batches 100 --variants passthrough "cepvec buckets=16"  # 10^7 events
+    python asv_benches/stream_bench.py --batch 20000 --batches 4   # quick check
+
+It is a script for the reasons ``asv_benches/spark_bench.py`` gives (a JVM per
+asv process, work done outside the driver's timers). All variants run in one
+session, one after the other, on the same files, so their ratios are
+same-run ratios.
+
+Data: ``--batches`` Parquet files of ``--batch`` events each (types A, B, C,
+D; ``--groups`` ids; integer seconds, 1,000 events per second of event time,
+so a micro-batch covers 100 s at the defaults), read by a file source with
+``maxFilesPerTrigger=1`` (one file per micro-batch, ``availableNow``).
+
+Query: ``RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id
+WITHIN 60 s SLIDE 10 s``, watermark 10 s.
+
+Variants, each written to the ``noop`` sink:
+
+* ``passthrough``: Spark's stateless pass-through (the query's columns
+  selected and written): what moving the events costs;
+* ``state-noop``: the same ``applyInPandasWithState`` staging as cepvec
+  (watermark, groupBy key, event-time timeout) with a function that reads
+  its input and yields nothing: what the stateful Python API alone costs;
+* ``cepvec keys``: ``cepvec.stream`` with one state key per GROUP-BY value;
+* ``cepvec buckets=B``: ``cepvec.stream`` with the groups hashed into B
+  state keys.
+
+Reported per variant: events per second over the micro-batches after the
+first (the first pays Python worker start-up and the Numba cache load; the
+sum of their ``triggerExecution`` times; Spark keeps the last 100 progress
+reports), events per second by the wall clock of the whole run,
+the median micro-batch duration (``triggerExecution``: the latency from a
+batch's start to its rows being committed; a window's row is emitted in
+the first micro-batch whose watermark passes the window's end, so its
+event-time latency adds the watermark delay and up to one micro-batch
+interval), and for the stateful variants the state store's size (rows and
+bytes) after each batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import polars as pl
+
+QUERY = "RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 60 s SLIDE 10 s"
+SCHEMA = "type STRING, time BIGINT, id BIGINT"
+
+
+def write_files(folder: str, batches: int, batch: int, groups: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    for i in range(batches):
+        t = (i * batch + np.arange(batch)) // 1000  # 1,000 events per second of event time
+        df = pl.DataFrame({"type": rng.choice(["A", "B", "C", "D"], batch).tolist(), "time": t.astype(np.int64),
+                           "id": rng.integers(0, groups, batch).astype(np.int64)})
+        f = os.path.join(folder, f"batch-{i:05d}.parquet")
+        df.write_parquet(f)
+        os.utime(f, (1_000_000_000 + 10 * i, 1_000_000_000 + 10 * i))
+
+
+def state_noop(key, pdfs, state):  # pragma: no cover - runs in the Spark Python workers
+    for p in pdfs:
+        len(p)
+    wm = state.getCurrentWatermarkMs()
+    state.update((1,))
+    state.setTimeoutTimestamp(max(wm, 1) + 60_000)
+    return iter(())
+
+
+def build(spark, variant: str, src):
+    from pyspark.sql import functions as F
+
+    import cepvec
+
+    if variant == "passthrough":
+        return src.select("type", "time", "id")
+    if variant == "state-noop":
+        staged = src.withColumn("__ts", F.timestamp_seconds("time")).withWatermark("__ts", "10 seconds")
+        return staged.groupBy("id").applyInPandasWithState(state_noop, "n BIGINT", "x BIGINT", "append",
+                                                           "EventTimeTimeout")
+    if variant == "cepvec keys":
+        return cepvec.stream(QUERY, src, watermark="10 s", buckets=None)
+    b = int(variant.split("=")[1])
+    return cepvec.stream(QUERY, src, watermark="10 s", buckets=b)
+
+
+def measure(spark, variant: str, folder: str, work: str, events_per_batch: int) -> dict:
+    src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(folder)
+    ck = os.path.join(work, "ck-" + variant.replace(" ", "-").replace("=", ""))
+    shutil.rmtree(ck, ignore_errors=True)
+    t0 = time.perf_counter()
+    q = (build(spark, variant, src).writeStream.format("noop").option("checkpointLocation", ck)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    wall = time.perf_counter() - t0
+    prog = [p for p in q.recentProgress if p["numInputRows"] > 0]
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in prog]
+    steady = durations[1:] or durations
+    rows = sum(p["numInputRows"] for p in prog[1:]) if len(prog) > 1 else sum(p["numInputRows"] for p in prog)
+    state = [(p["stateOperators"][0]["numRowsTotal"], p["stateOperators"][0]["memoryUsedBytes"])
+             for p in q.recentProgress if p["stateOperators"]]
+    total = sum(p["numInputRows"] for p in prog)
+    return {"variant": variant, "wall": wall, "wall_events_per_s": total / wall, "events_per_s": rows / sum(steady), "median_batch_s":
+            statistics.median(steady), "first_batch_s": durations[0], "batches": len(prog), "state": state}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=100_000)
+    ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--groups", type=int, default=1000)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--variants", nargs="*",
+                    default=["passthrough", "state-noop", "cepvec buckets=16", "cepvec buckets=4", "cepvec keys"])
+    args = ap.parse_args(argv)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{args.cores}]").appName("cepvec-stream-bench")
+             .config("spark.sql.shuffle.partitions", str(2 * args.cores))
+             .config("spark.sql.adaptive.enabled", "false").config("spark.ui.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    work = tempfile.mkdtemp(prefix="cepvec-stream-bench-")
+    folder = os.path.join(work, "in")
+    write_files(folder, args.batches, args.batch, args.groups)
+    print(f"{args.batches} micro-batches x {args.batch} events, {args.groups} groups, local[{args.cores}], "
+          f"load {os.getloadavg()}", flush=True)
+    results = []
+    for v in args.variants:
+        r = measure(spark, v, folder, work, args.batch)
+        results.append(r)
+        print(f"{v:18s} {r['events_per_s']:>12,.0f} events/s  ({r['wall_events_per_s']:,.0f} by wall)  median batch {r['median_batch_s']:.2f} s  "
+              f"first batch {r['first_batch_s']:.2f} s  wall {r['wall']:.1f} s  load {os.getloadavg()[0]:.1f}",
+              flush=True)
+        if r["state"]:
+            sizes = r["state"]
+            pick = sizes if len(sizes) <= 12 else sizes[:: max(1, len(sizes) // 12)] + [sizes[-1]]
+            print("   state rows/bytes per batch:", " ".join(f"{n}/{b}" for n, b in pick), flush=True)
+    base = results[0]["events_per_s"]
+    for r in results[1:]:
+        print(f"{results[0]['variant']} / {r['variant']}: {base / r['events_per_s']:.2f}x")
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

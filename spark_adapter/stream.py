@@ -1,0 +1,187 @@
+"""``cepvec.stream(query, streaming_df)``: a continuous query on Spark Structured Streaming.
+
+Stages the events (the query's columns, the time as a BIGINT in the kernel's
+unit, an event-time column for the watermark, the state key), runs
+:func:`cepvec.streaming.advance` per state key through
+``applyInPandasWithState`` with an event-time timeout, and turns the times
+back into the input's types. All semantics live in :mod:`cepvec.streaming`
+and the batch engines; see ``docs/streaming.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import polars as pl
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cepvec.arrow_kernel import TAG_COLS, _spark_type, make_kernel
+from cepvec.errors import CepvecPlanError, CepvecTypeError
+from cepvec.plan.ir import Query
+from cepvec.runtime.prepare import output_schema
+from cepvec.streaming import LATE, StreamPlan, advance, from_bytes, initial_done, parse_delay, refuse_unbounded, \
+    to_bytes, wake_ms
+
+from .run import _col, time_in_units
+
+KEY_COL = "__cepvec_key"
+TS_COL = "__cepvec_ts"  # the event time as a TIMESTAMP: the watermark column
+KIND_COL = "__cepvec_kind"  # 0: a result row, 1: the number of late events of a call, 2: a late event (late="side")
+NLATE_COL = "__cepvec_nlate"
+EV_PREFIX = "__cepvec_ev_"  # late="side": the late event's columns
+STATE_DDL = "done BIGINT, buffer BINARY"
+OBSERVATION = "cepvec"  # query.lastProgress["observedMetrics"]["cepvec"]["late_events"]
+GUARD_FILE = "cepvec-stream.json"
+# GROUP-BY queries: state keys per stream. One key per GROUP-BY value pays the stateful Python API's per-key
+# call and one engine run per value and micro-batch: with 1,000 groups it was ~2x slower than 8 buckets at 2*10^4
+# events per micro-batch and on par at 10^5 (docs/streaming.md, "Measured"); buckets never lost.
+DEFAULT_BUCKETS = 16
+
+
+def _ts(t: Column, unit: str) -> Column:
+    """The time (BIGINT in ``unit``) as a TIMESTAMP, as Spark compares it with the watermark."""
+    if unit == "s":
+        return F.timestamp_seconds(t)
+    if unit == "ms":
+        return F.timestamp_millis(t)
+    if unit == "us":
+        return F.timestamp_micros(t)
+    return F.timestamp_micros(F.floor(t / 1000).cast("long"))  # ns: floored to microseconds, as to_us does
+
+
+def _ddl(types: dict) -> str:
+    return ", ".join(f"`{n.replace('`', '``')}` {_spark_type(dt)}" for n, dt in types.items())
+
+
+def _back(name: str, dt) -> Column:
+    """A function output column (times as BIGINT) in the type ``cepvec.run`` gives it."""
+    c = _col(name)
+    if isinstance(dt, pl.Datetime):
+        return F.timestamp_micros(c).alias(name)
+    return c.cast(_spark_type(dt)).alias(name)
+
+
+def _guard(checkpoint: str, info: dict) -> None:
+    """Refuse to resume a checkpoint written for another query or state layout (its state would be misread)."""
+    path = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
+    if "://" in path:  # a remote file system: nothing to check from the driver's Python
+        return
+    f = os.path.join(path, GUARD_FILE)
+    if os.path.exists(f):
+        with open(f) as fh:
+            old = json.load(fh)
+        diff = sorted(k for k in info if old.get(k) != info[k])
+        if diff:
+            raise CepvecPlanError(
+                f"checkpoint {checkpoint!r} holds the state of a cepvec stream with another {', '.join(diff)} "
+                f"({'; '.join(f'{k}: {old.get(k)!r} there, {info[k]!r} now' for k in diff)}); its state cannot be "
+                "read by this query. Use a new checkpoint directory, or the same arguments as before")
+        return
+    os.makedirs(path, exist_ok=True)
+    with open(f, "w") as fh:
+        json.dump(info, fh, indent=1)
+
+
+def _pandas(df: pl.DataFrame):
+    """pandas with nullable integer columns: an int64 with nulls stays exact (NumPy pandas makes it a float;
+    Arrow-backed pandas columns are not accepted by PySpark's serializer)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    ints = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+            pa.int64(): pd.Int64Dtype()}
+    return df.to_arrow().to_pandas(types_mapper=ints.get)
+
+
+def stream_step(plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols: list[str]):
+    """The ``applyInPandasWithState`` function: one state key's micro-batch (:func:`cepvec.streaming.advance`)."""
+
+    names = [*out_cols, KIND_COL, NLATE_COL, *ev_cols]
+
+    def step(key, pdfs, state):  # pragma: no cover - runs in the Spark Python workers
+        wm = state.getCurrentWatermarkMs()
+        done, data = state.get if state.exists else (initial_done(plan), None)
+        parts = [pl.from_pandas(p[cols]) for p in pdfs if len(p)]
+        schema = plan.schema
+        new = pl.concat([p.cast(schema) for p in parts]) if parts else pl.DataFrame(schema=schema)
+        res = advance(plan, from_bytes(data, plan), done, new, wm)
+        frames = []
+        if len(res.rows):
+            frames.append(res.rows.select(out_cols).with_columns(pl.lit(0, pl.Int32).alias(KIND_COL)))
+        if len(res.late):
+            frames.append(pl.DataFrame({KIND_COL: [1], NLATE_COL: [len(res.late)]},
+                                       schema={KIND_COL: pl.Int32, NLATE_COL: pl.Int64}))
+            if plan.late == "side":
+                ev = res.late.select(cols).rename(dict(zip(cols, ev_cols)))
+                frames.append(ev.with_columns(pl.lit(2, pl.Int32).alias(KIND_COL)))
+        if res.wake is None:
+            state.remove()
+        else:
+            state.update((res.done, to_bytes(res.buffer)))
+            state.setTimeoutTimestamp(max(wake_ms(res.wake, plan.unit), wm, 1))
+        if frames:  # one frame with every column of the declared schema (missing ones null)
+            out = pl.concat(frames, how="diagonal_relaxed")
+            yield _pandas(out.select([pl.col(c) if c in out.columns else pl.lit(None).alias(c) for c in names]))
+
+    return step
+
+
+def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
+                 time_unit: str | None = None, numeric: str = "int64", engine: str = "auto",
+                 buckets: int | None = DEFAULT_BUCKETS) -> DataFrame:
+    """See :func:`cepvec.stream`."""
+    if not df.isStreaming:
+        raise CepvecTypeError("cepvec.stream takes a streaming DataFrame (spark.readStream...); for a static "
+                              "DataFrame use cepvec.run(query, df)")
+    refuse_unbounded(q)
+    if late not in LATE:
+        raise CepvecPlanError(f"late must be one of {', '.join(map(repr, LATE))}; found {late!r}")
+    if buckets is not None and (not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1):
+        raise CepvecPlanError(f"buckets must be a positive integer or None; found {buckets!r}")
+    clash = [c for c in df.columns if c in TAG_COLS or c.startswith("__cepvec_")]
+    if clash:
+        raise CepvecPlanError(f"the input has a column named {clash[0]!r}, which cepvec uses itself; rename it")
+    k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine)  # schema checks
+    if q.time_col in df.columns and isinstance(df.schema[q.time_col].dataType, T.DateType):
+        raise CepvecTypeError(f"time column '{q.time_col}' is a DATE; cepvec.stream needs an integer or timestamp "
+                              f"time. Cast it, e.g. F.col('{q.time_col}').cast('timestamp')")
+    t, unit = time_in_units(q, df, time_unit)
+    delay_ms = parse_delay(watermark, unit)
+    cols = [c for c in df.columns if c in k.input_schema]
+    types = {c: (pl.Int64 if c == q.time_col else k.input_schema[c]) for c in cols}
+    plan = StreamPlan(q.text, q.type_col, q.time_col, unit, numeric, engine, tuple(types.items()), late)
+    if checkpoint is not None:
+        _guard(str(checkpoint), {"query": q.text, "type_col": q.type_col, "time_col": q.time_col, "unit": unit,
+                                 "numeric": numeric, "engine": engine, "buckets": buckets})
+    fn_types = output_schema(q, types, pl.Int64, numeric)  # what the function yields: times as BIGINT
+    final_types = k.output_polars_schema  # what cepvec.run gives
+    out_cols = list(fn_types)
+    ev_cols = [f"{EV_PREFIX}{c}" for c in cols]
+    fn_ddl = _ddl({**fn_types, KIND_COL: pl.Int32, NLATE_COL: pl.Int64,
+                   **({e: types[c] for e, c in zip(ev_cols, cols)} if late == "side" else {})})
+
+    staged = df.select(*[(t.alias(c) if c == q.time_col else _col(c)) for c in cols])
+    staged = staged.withColumn(TS_COL, _ts(_col(q.time_col), unit)).withWatermark(TS_COL, f"{delay_ms} milliseconds")
+    staged = staged.withColumn(TS_COL, F.lit("2200-01-01 00:00:00").cast("timestamp").alias(
+        TS_COL, metadata={"spark.watermarkDelayMs": delay_ms}))
+    if q.group_by and buckets is not None:  # several GROUP-BY values per state key (one engine run for all)
+        staged = staged.withColumn(KEY_COL, F.pmod(F.xxhash64(*[_col(g) for g in q.group_by]), F.lit(buckets)))
+        keys = [KEY_COL]
+    elif q.group_by:
+        keys = list(q.group_by)
+    else:  # no GROUP-BY: the rows combine every partition, one state key
+        staged = staged.withColumn(KEY_COL, F.lit(0))
+        keys = [KEY_COL]
+    step = stream_step(plan, cols, out_cols, ev_cols if late == "side" else [])
+    out = staged.groupBy(*[_col(c) for c in keys]).applyInPandasWithState(
+        step, fn_ddl, STATE_DDL, "append", "EventTimeTimeout")
+    out = out.observe(OBSERVATION, F.coalesce(F.sum(NLATE_COL), F.lit(0)).cast("long").alias("late_events"))
+    result = [_back(c, final_types[c]) for c in out_cols]
+    kind = F.col(KIND_COL)
+    if late != "side":
+        return out.where(kind == 0).select(*result)
+    ev = [(_back(e, k.input_schema[c]) if c == q.time_col else _col(e)).alias(c) for e, c in zip(ev_cols, cols)]
+    return out.where(kind != 1).select(*result, F.when(kind == 2, F.struct(*ev)).alias("late_event"))

@@ -26,6 +26,9 @@ Variants, each written to the ``noop`` sink:
 * ``state-noop``: the same ``applyInPandasWithState`` staging as cepvec
   (watermark, groupBy key, event-time timeout) with a function that reads
   its input and yields nothing: what the stateful Python API alone costs;
+* ``tws-noop``: the alternative stateful API, ``transformWithStateInPandas``
+  (RocksDB state store, one value state per key), with the same do-nothing
+  function: what that API alone costs;
 * ``cepvec keys``: ``cepvec.stream`` with one state key per GROUP-BY value;
 * ``cepvec buckets=B``: ``cepvec.stream`` with the groups hashed into B
   state keys.
@@ -80,6 +83,27 @@ def state_noop(key, pdfs, state):  # pragma: no cover - runs in the Spark Python
     return iter(())
 
 
+def _tws_noop_processor():
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    class Noop(StatefulProcessor):  # pragma: no cover - runs in the Spark Python workers
+        def init(self, handle):
+            self.n = handle.getValueState("n", StructType([StructField("n", LongType())]))
+
+        def handleInputRows(self, key, rows, timerValues):
+            m = 0
+            for p in rows:
+                m += len(p)
+            self.n.update((m,))
+            return iter(())
+
+        def close(self):
+            pass
+
+    return Noop()
+
+
 def build(spark, variant: str, src):
     from pyspark.sql import functions as F
 
@@ -91,6 +115,13 @@ def build(spark, variant: str, src):
         staged = src.withColumn("__ts", F.timestamp_seconds("time")).withWatermark("__ts", "10 seconds")
         return staged.groupBy("id").applyInPandasWithState(state_noop, "n BIGINT", "x BIGINT", "append",
                                                            "EventTimeTimeout")
+    if variant == "tws-noop":
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        staged = src.withColumn("__ts", F.timestamp_seconds("time")).withWatermark("__ts", "10 seconds")
+        return staged.groupBy("id").transformWithStateInPandas(
+            statefulProcessor=_tws_noop_processor(), outputStructType="x BIGINT", outputMode="Append",
+            timeMode="EventTime")
     if variant == "cepvec keys":
         return cepvec.stream(QUERY, src, watermark="10 s", buckets=None)
     b = int(variant.split("=")[1])

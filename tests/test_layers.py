@@ -136,3 +136,16 @@ def test_imports_without_pyspark(mod):
             f"import {mod}\n"
             "assert not any(m.startswith('pyspark') for m in sys.modules)\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_pyproject_lists_every_package():
+    """A package folder missing from pyproject.toml works in an editable install and is absent from a wheel."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = set()
+    for name, folder in PACKAGES.items():
+        for init in folder.rglob("__init__.py"):
+            rel = init.parent.relative_to(folder).parts
+            found.add(".".join((name, *rel)))
+    assert set(conf["packages"]) == found

@@ -105,7 +105,12 @@ def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.
     so nothing is summed; NumPy orders them by (rank of the group values, key)."""
     pid = cells["__pid"].to_numpy()
     key = cells["__key"].to_numpy()
-    order = np.lexsort((key, _rank_of_pid(q, gf)[pid])) if len(gf) else np.arange(len(cells))
+    if len(gf):  # cells come partition by partition, keys rising: a stable sort by rank is enough
+        order = np.argsort(_rank_of_pid(q, gf)[pid], kind="stable")
+        if not keys_increase(pid[order], key[order]):
+            order = np.lexsort((key, _rank_of_pid(q, gf)[pid]))
+    else:
+        order = np.arange(len(cells))
     g = cells[order] if len(cells) else cells
     return assemble_output(q, prep, plan, numeric, _group_columns(q, gf, pid[order]), key[order],
                            {c: g[c] for c in vcols})

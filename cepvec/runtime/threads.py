@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 #: Fewer events than this per thread are not worth a thread's hand-off.
-MIN_EVENTS_PER_THREAD = 200_000
+MIN_EVENTS_PER_THREAD = 50_000
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -40,17 +40,19 @@ def _pool(n: int) -> ThreadPoolExecutor:
 def map_threads(fn, items) -> list:
     """``[fn(x) for x in items]``, in threads when there are several items (results in order)."""
     items = list(items)
-    if len(items) <= 1:
+    k = min(len(items), n_threads())
+    if k <= 1:
         return [fn(x) for x in items]
-    futs = [_pool(len(items)).submit(fn, x) for x in items]
+    futs = [_pool(k).submit(fn, x) for x in items]
     return [f.result() for f in futs]
 
 
-def split_ranges(sizes: np.ndarray) -> list[tuple[int, int]]:
-    """Contiguous ranges of segments with about equal numbers of events, one per thread."""
+def split_ranges(sizes: np.ndarray, min_per_thread: int | None = None) -> list[tuple[int, int]]:
+    """Contiguous ranges of segments with about equal numbers of events, one per thread
+    (a thread gets at least ``min_per_thread`` events: less for a path whose events cost more)."""
     n = len(sizes)
     total = int(np.sum(sizes))
-    k = min(n_threads(), n, total // MIN_EVENTS_PER_THREAD)
+    k = min(n_threads(), n, total // max(1, MIN_EVENTS_PER_THREAD if min_per_thread is None else min_per_thread))
     if k <= 1:
         return [(0, n)]
     cum = np.cumsum(sizes)

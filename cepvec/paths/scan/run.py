@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.errors import CepvecDataError
+from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
@@ -103,7 +104,7 @@ class ScanRun:
 
     #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
     #: (events x buckets) stay proportional to the piece plus the carry, not to the batch
-    CHUNK = 1 << 14
+    CHUNK = 1 << 16
 
     def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
         """New partitions ``dst`` (key frames) start with the events of partitions ``src``: kept
@@ -291,7 +292,9 @@ class ScanRun:
                        out_vi, out_vf, out_mm, err)
             return err
 
-        for err in map_threads(run, split_ranges(np.diff(seg_ptr))):  # first error in segment order
+        # an event costs a scan of its window here: a thread pays off from a few thousand events;
+        # the first error in segment order is raised
+        for err in map_threads(run, split_ranges(np.diff(seg_ptr), threads.MIN_EVENTS_PER_THREAD // 16)):
             if err[0]:
                 raise overflow_error(q, f"in partition {parts.describe(int(err[1]))} near time {int(err[2])}")
         # cells: (partition, key) -> values

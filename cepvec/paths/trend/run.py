@@ -26,12 +26,42 @@ from cepvec.kernels import trend as K
 from cepvec.paths.base import feed
 from cepvec.runtime.output import build_output_frame, overflow_error
 from cepvec.paths.trend.plan import TrendPlan, build
+from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask, to_polars
 
 _BIG = np.iinfo(np.int64).max // 4
 _EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid")
+
+
+def _gather_events(parts: list[dict], n_parts: int) -> dict:
+    """The events of ``parts`` (the carry, then the new batch, whose arrays hold every row of the
+    batch and ``__keep`` the rows that are events) in partition order, with ``__order`` and
+    ``__seg`` of :func:`kernels.trend.partition_order`: one gather per array, in threads."""
+    pid_all = np.concatenate([p["pid"] for p in parts])
+    order, seg = K.partition_order(pid_all, n_parts)
+    rows, start = [], 0  # per part: where its events go (mask) and which of its rows they are
+    for p in parts:
+        n = len(p["pid"])
+        mine = (order >= start) & (order < start + n) if len(parts) > 1 else None
+        local = order - start if mine is None else np.where(mine, order - start, 0)
+        rows.append((mine, local if "__keep" not in p else p["__keep"][local]))
+        start += n
+
+    def gather(k):
+        if k == "pid":
+            return pid_all[order]
+        out = None
+        for p, (mine, idx) in zip(parts, rows):
+            x = np.take(p[k], idx, axis=0)
+            out = x if out is None else np.where(mine if x.ndim == 1 else mine[:, None], x, out)
+        return out
+
+    cols = map_threads(gather, _EVENT_KEYS) if len(order) >= threads.MIN_EVENTS_PER_THREAD else map(gather, _EVENT_KEYS)
+    ev = dict(zip(_EVENT_KEYS, cols))
+    ev["__order"], ev["__seg"] = order, seg
+    return ev
 
 
 def _domain(dt) -> str | None:
@@ -249,8 +279,9 @@ class TrendStream:
             keep = (enc["bind"] != 0) | (enc["neg"] != 0)
             enc["t"] = df["__t"].to_numpy().astype(np.int64)
             if keep.any():
-                enc["pid"] = self.parts.ids(df.filter(pl.Series(keep)))
-                new = {k: np.ascontiguousarray(enc[k][keep]) if k != "pid" else enc["pid"] for k in _EVENT_KEYS}
+                new = enc
+                new["pid"] = self.parts.ids(df.filter(pl.Series(keep)))
+                new["__keep"] = np.flatnonzero(keep)
         if len(self.next_k) < len(self.parts):
             nk = np.zeros(len(self.parts), np.int64)
             nk[: len(self.next_k)] = self.next_k
@@ -260,9 +291,9 @@ class TrendStream:
             if self.mode == K.MODE_SLIDE and limit >= _BIG:
                 self.carry = None
             return
-        ev = {k: np.concatenate([p[k] for p in parts]) for k in _EVENT_KEYS}
-        order, seg_all = K.partition_order(ev["pid"], len(self.parts))
-        ev = {k: np.ascontiguousarray(v[order]) for k, v in ev.items()}
+        ev = _gather_events(parts, len(self.parts))
+        order = ev.pop("__order")
+        seg_all = ev.pop("__seg")
         counts = np.diff(seg_all)
         seg_pids = np.nonzero(counts)[0].astype(np.int64)
         seg_ptr = np.append(seg_all[seg_pids], len(order)).astype(np.int64)

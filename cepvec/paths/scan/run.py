@@ -292,9 +292,14 @@ class ScanRun:
                        out_vi, out_vf, out_mm, err)
             return err
 
-        # an event costs a scan of its window here: a thread pays off from a few thousand events;
+        # an event costs a scan of its window here: a thread pays off from a few thousand events, and
+        # a segment weighs its events times the events in a window (a dense partition scans more);
         # the first error in segment order is raised
-        for err in map_threads(run, split_ranges(np.diff(seg_ptr), threads.MIN_EVENTS_PER_THREAD // 16)):
+        n_ev = np.diff(seg_ptr)
+        if w > 0 and len(n_ev):
+            span = ev_t[seg_ptr[1:] - 1] - ev_t[seg_ptr[:-1]] + 1
+            n_ev = n_ev * np.clip(n_ev * (w / span), 1, n_ev)  # floats: n_ev * w may leave int64
+        for err in map_threads(run, split_ranges(n_ev, threads.MIN_EVENTS_PER_THREAD // 16)):
             if err[0]:
                 raise overflow_error(q, f"in partition {parts.describe(int(err[1]))} near time {int(err[2])}")
         # cells: (partition, key) -> values

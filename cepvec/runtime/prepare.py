@@ -226,15 +226,18 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
         times = times[order]
 
     if check_types:
-        present = set(df[q.type_col].unique().drop_nulls().to_list())
+        col = df[q.type_col]
+        # the types of the first rows, then a scan only for a query type not among them (the
+        # unique values of a whole string column cost a hash per row)
+        present = set(col.head(1 << 16).unique().drop_nulls().to_list())
         domain = set(tdt.categories.to_list()) if isinstance(tdt, pl.Enum) else None
         for t in q.event_types:
             if domain is not None and t not in domain:
                 raise CepvecPlanError(
                     f"event type '{t}' in the query is not a category of the Enum type column "
                     f"'{q.type_col}' ({', '.join(sorted(domain))}); check the spelling")
-            if domain is None and t not in present and len(df):
-                seen = ", ".join(sorted(map(str, present))[:12])
+            if domain is None and t not in present and len(df) and not (col == t).any():
+                seen = ", ".join(sorted(map(str, col.unique().drop_nulls().to_list()))[:12])
                 warnings.warn(
                     f"event type '{t}' named in the query does not occur in column '{q.type_col}' "
                     f"(seen: {seen}); check the spelling", CepvecWarning, stacklevel=3)

@@ -733,3 +733,15 @@ def test_negated_end_with_emit_changes(engine):
     assert rows(res) == [(1, 1), (4, 1)]
     # WITHIN 5 alone: a C before first + 5 kills: a1 (c3 < 6); a4 survives -> 1
     assert rows(run("RETURN COUNT(*) PATTERN SEQ(A, NOT C) WITHIN 5", ev, engine=engine)) == [(1,)]
+
+
+def test_a_type_seen_only_late_in_a_long_column_is_not_reported_missing():
+    """The check looks at the first rows, then scans the column for a type it has not seen yet."""
+    n = (1 << 16) + 10
+    types = ["A"] * (n - 2) + ["B", "C"]
+    df = pl.DataFrame({"type": types, "time": list(range(n))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, B, C)", df)["COUNT(*)"][0] == n - 2
+    with pytest.warns(cepvec.CepvecWarning, match="event type 'D' named in the query does not occur.*A, B, C"):
+        cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, D)", df)

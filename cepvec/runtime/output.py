@@ -106,7 +106,10 @@ def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.
     pid = cells["__pid"].to_numpy()
     key = cells["__key"].to_numpy()
     if len(gf):  # cells come partition by partition, keys rising: a stable sort by rank is enough
-        order = np.argsort(_rank_of_pid(q, gf)[pid], kind="stable")
+        rank = _rank_of_pid(q, gf)[pid]
+        if len(gf) <= 1 << 16:  # NumPy's stable sort of 16-bit integers is a radix sort
+            rank = rank.astype(np.uint16)
+        order = np.argsort(rank, kind="stable")
         if not keys_increase(pid[order], key[order]):
             order = np.lexsort((key, _rank_of_pid(q, gf)[pid]))
     else:

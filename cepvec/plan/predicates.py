@@ -7,6 +7,7 @@ from __future__ import annotations
 from cepvec.errors import CepvecQueryError, NotSupportedError
 from cepvec.lang import ast as A
 from cepvec.plan.ir import EdgePred, Equivalence, Negation, Template, Transition, iter_refs, map_refs
+from cepvec.plan.runpreds import flat_items
 
 
 class PredicateClassifier:
@@ -79,6 +80,10 @@ class PredicateClassifier:
                     occs = lookup(item.var, item.span)
                     equivs.append(Equivalence(item.attr, frozenset(occs), self.quote(item.span)))
             return
+        kleene_names = {self.occs[t.src].name for t in all_trans if t.src == t.dst}
+        if self.needs_run(c, kleene_names):
+            self.classify_run(c, text, names)
+            return
         self.check_supported(c)
         refs = list(iter_refs(c))
         plain_vars = {r.var for r in refs if r.var is not None and not r.next and r.index in (None, "i")}
@@ -104,7 +109,16 @@ class PredicateClassifier:
                                    all_trans)
             return
         # edge predicate: work out (prev-name, next-name) role of each ref
-        pairs = self.edge_roles(c, refs, plain_vars, next_vars, idx, idx_i, text)
+        try:
+            pairs = self.edge_roles(c, refs, plain_vars, next_vars, idx, idx_i, text)
+        except CepvecQueryError as e:
+            if type(e) is CepvecQueryError and len(plain_vars) > 2 and not next_vars and not idx \
+                    and flat_items(self.normalized_root) is not None \
+                    and not any(self.occs[o].negated for v in plain_vars for o in names[v]):
+                self.classify_run(c, text, names)  # three or more variables: a predicate over the run
+                self.not_adjacent.append((e.message, e.start, e.end))
+                return
+            raise
         found = False
         for prev_name, next_name, role in pairs:
             for t in all_trans:
@@ -113,7 +127,15 @@ class PredicateClassifier:
                     edges.setdefault((t.src, t.dst), []).append(EdgePred(expr, text))
                     found = True
         if not found:
-            raise self.not_adjacent_error(c, text, pairs, names, {k for _, k in idx})
+            err = self.not_adjacent_error(c, text, pairs, names, {k for _, k in idx})
+            vs = {p for p, _, _ in pairs} | {n for _, n, _ in pairs}
+            if type(err) is CepvecQueryError and len(vs) > 1 and flat_items(self.normalized_root) is not None \
+                    and not any(self.occs[o].negated for v in vs for o in names[v]):
+                # never adjacent: a predicate over the run (the match engine checks it, docs/semantics.md 4.2)
+                self.classify_run(c, text, names)
+                self.not_adjacent.append((err.message, err.start, err.end))
+                return
+            raise err
 
     def classify_position(self, c, text, v, first: bool, names, local, edges, all_trans) -> None:
         """SASE+ ``v[1].a op k`` / ``v[v.LEN].a op k`` alone: the first / last event of v's Kleene run.

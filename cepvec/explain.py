@@ -69,8 +69,8 @@ def explain(q) -> str:
             lines.append(f"  edge [{s}] {occ[s].name} -> [{d}] {occ[d].name}: {p.text}")
             any_pred = True
     for p in q.run_preds:  # docs/semantics.md 4.6: checked when the run takes its last identifier's event
-        where = (f"the end of the match" if p.at is None else
-                 f"[{p.at[0]}] {occ[p.at[0]].name} -> [{p.at[1]}] {occ[p.at[1]].name}")
+        where = ("the end of the match" if p.at is None else f"NOT #{p.at[1]} (per match)" if p.at[0] == "NOT"
+                 else f"[{p.at[0]}] {occ[p.at[0]].name} -> [{p.at[1]}] {occ[p.at[1]].name}")
         lines.append(f"  run (over the run so far) at {where}: {p.text}")
         any_pred = True
     if not any_pred:

@@ -60,15 +60,13 @@ def _bind_slots(src, dst, y, occ, enter, sl_kind, sl_occ, sl_src, sl_srcf, sl_ds
     for j in range(sl_kind.shape[0]):
         c = sl_col[j]
         isf = sl_dstf[j]
-        if src < 0:
-            rcolI[dst, c] = 0
-            rcolF[dst, c] = 0.0
+        if src < 0:  # the empty run: null values, zero counts
             if isf:
+                rcolF[dst, c] = 0.0
                 rnF[dst, c] = True
             else:
-                rnI[dst, c] = True
-            if sl_kind[j] == SL_LEN or sl_kind[j] == SL_COUNT:
-                rnI[dst, c] = False
+                rcolI[dst, c] = 0
+                rnI[dst, c] = not (sl_kind[j] == SL_LEN or sl_kind[j] == SL_COUNT)
         elif isf:
             rcolF[dst, c] = rcolF[src, c]
             rnF[dst, c] = rnF[src, c]
@@ -136,19 +134,20 @@ def run_matches(strategy, mode, w, seg_ptr, t, gnext, cand, start_ok, end_ok, n_
                 plo, phi, prog_op, prog_arg, constI, constF, colI, nI, colF, nF,
                 rplo, rphi, rprog_op, rprog_arg, rconstI, rconstF, rcolI, rnI, rcolF, rnF,
                 sl_kind, sl_occ, sl_src, sl_srcf, sl_dstf, sl_col, sl_aux, max_depth,
-                neg_t, neg_pm, neg_seg, start_neg, end_neg,
+                neg_t, neg_pm, neg_seg, start_neg, end_neg, fin, cn_occ, cn_kind, cn_prev, cn_next,
                 limit, state, st_ev, st_occ, st_y, st_k, st_T, out_match, out_pos, out_node):
     """Write the matches of every run (see the module docstring) until the buffers are full.
 
     ``state`` = (partition, next start event, depth, fresh, matches written); returns the rows
     written; 0 with ``state[0] == len(seg_ptr) - 1`` (or ``limit`` reached) means done. The
-    final run program is entry ``rplo.shape[0] - 1``; row ``n + d`` of ``rcolI``/``rcolF`` holds
-    the state of the run prefix of depth ``d + 1``.
+    final run program is entry ``fin``, the condition of one-event negation ``c`` (an event of
+    occurrence ``cn_occ[c]`` blocks only the matches it passes it against; ``cn_kind`` 0 start,
+    1 middle between the runs of ``cn_prev[c]`` and ``cn_next[c]``, 2 end) entry ``fin + 1 + c``;
+    row ``n + d`` of ``rcolI``/``rcolF`` holds the state of the run prefix of depth ``d + 1``.
     """
     n = t.shape[0]
     n_seg = seg_ptr.shape[0] - 1
     cap = out_match.shape[0]
-    fin = rplo.shape[0] - 1
     blk = np.zeros(1, np.int64)
     mask = np.zeros(1, np.bool_)
     sI = np.zeros((max_depth, 1), np.int64)
@@ -205,6 +204,44 @@ def run_matches(strategy, mode, w, seg_ptr, t, gnext, cand, start_ok, end_ok, n_
                 lv = _ls_before(neg_t, neg_pm, end_neg, neg_seg[end_neg, s], neg_seg[end_neg, s + 1], bound)
                 if lv > tx:
                     ok = False
+            for c in range(cn_occ.shape[0]):
+                if not ok:
+                    break
+                if cn_kind[c] == 0:
+                    zlo = tx - w if mode == MODE_WITHIN else NEG_INF
+                    zhi = first
+                elif cn_kind[c] == 2:
+                    zlo = tx
+                    zhi = first + w if mode == MODE_WITHIN else POS_INF
+                else:
+                    zlo = NEG_INF
+                    zhi = POS_INF
+                    for dd in range(depth):
+                        if st_occ[dd] == cn_prev[c]:
+                            zlo = t[st_ev[dd]]
+                        if st_occ[dd] == cn_next[c] and zhi == POS_INF:
+                            zhi = t[st_ev[dd]]
+                # the partition's events strictly inside (zlo, zhi): bisect for the first
+                za = lo
+                zb = hi
+                while za < zb:
+                    zm = (za + zb) >> 1
+                    if t[zm] <= zlo:
+                        za = zm + 1
+                    else:
+                        zb = zm
+                blk[0] = n + d
+                for z in range(za, hi):
+                    if t[z] >= zhi:
+                        break
+                    if not cand[z, cn_occ[c]]:
+                        continue
+                    p = fin + 1 + c
+                    _eval_block(rprog_op, rprog_arg, rplo[p], rphi[p], rconstI, rconstF, rcolI, rnI, rcolF, rnF,
+                                blk, 1, z, sI, sF, sN, mask)
+                    if mask[0]:
+                        ok = False
+                        break
             if ok:
                 if rows + depth > cap:
                     break  # resume here (fresh stays 1)

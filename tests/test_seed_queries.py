@@ -1,7 +1,7 @@
 """Every query printed in the five seed papers (tests/fixtures/seed_queries.json).
 
-``expect: "ok"`` queries compile, explain and round-trip through render;
-the others raise the promised error, whose message names the construct.
+Every query compiles, explains and round-trips through render; every SASE and
+SASE+ query runs, and the match engine lists the reference engine's matches.
 """
 
 from __future__ import annotations
@@ -12,14 +12,11 @@ from pathlib import Path
 import pytest
 
 import cepvec
-from cepvec import CepvecQueryError, NotSupportedError
 from cepvec.lang.parser import parse
 from cepvec.lang.render import render
 
 SEEDS = json.loads((Path(__file__).parent / "fixtures" / "seed_queries.json").read_text())
 OK = [s for s in SEEDS if s["expect"] == "ok"]
-FAILING = [s for s in SEEDS if s["expect"] != "ok"]
-ERROR_TYPES = {"never adjacent": CepvecQueryError, "not supported": NotSupportedError}
 
 
 def ids(seeds):
@@ -32,9 +29,10 @@ def test_fixture_shape():
     assert len(papers) == 5, papers
     for s in SEEDS:
         assert {"id", "paper", "where", "text", "expect"} <= s.keys(), s["id"]
-        assert s["expect"] == "ok" or s["expect"]["error"] in ERROR_TYPES, s["id"]
-    assert len(SEEDS) >= 49 and len(OK) >= 45
-    assert set(ids(FAILING)) == set(NAMED)  # every failing seed says what its message names
+        assert len(SEEDS) >= 49
+    # every query printed in the papers compiles (the last four refused before predicates over the
+    # run: SASE Q3, the misplaced-inventory query, SASE+ Query 3 and A-Seq's total-amount query)
+    assert OK == SEEDS
 
 
 @pytest.mark.parametrize("seed", OK, ids=ids(OK))
@@ -52,35 +50,6 @@ def test_ok_query_compiles_and_explains(seed):
     assert again.output_columns == q.output_columns
 
 
-@pytest.mark.parametrize("seed", FAILING, ids=ids(FAILING))
-def test_failing_query_raises_the_promised_error(seed):
-    expect = seed["expect"]
-    cls = ERROR_TYPES[expect["error"]]
-    with pytest.raises(cls) as info:
-        cepvec.compile(seed["text"])
-    err = info.value
-    assert isinstance(err, cls)
-    assert expect["error"] in err.message
-    if "construct" in expect:
-        assert expect["construct"] in err.message
-    # the caret points into the query at the offending predicate
-    assert err.line == 1 and err.text and err.text in seed["text"]
-
-
-# What each failing seed must name: the offending construct, quoted as written.
-NAMED = {
-    "sase_misplaced_inventory": ["x.shelf_id = z.shelf_id", "never adjacent", "x and z"],
-}
-
-
-@pytest.mark.parametrize("seed", FAILING, ids=ids(FAILING))
-def test_failing_query_message_names_the_construct(seed):
-    with pytest.raises(CepvecQueryError) as info:
-        cepvec.compile(seed["text"])
-    for part in NAMED[seed["id"]]:
-        assert part in info.value.message, part
-
-
 def test_saseplus_q3_places_each_predicate_on_its_last_identifier():
     """SASE+ Section 3.2 step 2: avg(a[..i-1].price) on the take of a, b vs a[a.LEN] on the proceed."""
     seed = next(s for s in SEEDS if s["id"] == "saseplus_q3")
@@ -95,6 +64,7 @@ def test_saseplus_q3_places_each_predicate_on_its_last_identifier():
 RUNS = {
     "sase_q1": ({"category": ["food", "toy"], "manufacturer_id": ["1", "2"]}, ["SHELF-READING"]),
     "sase_q2": ({"id": [1, 2]}, ["SHELF-READING", "COUNTER-READING", "EXIT-READING"]),
+    "sase_misplaced_inventory": ({"id": [1, 2], "shelf_id": [1, 2, 3]}, ["SHELF-READING", "COUNTER-READING"]),
     "sase_q3": ({"attr1": [1], "attr2": [1, 2], "attr3": ["1", "2"], "attr4": [1, 2, 3, 4]}, ["A", "B", "C", "D"]),
     "sase_healthcare": ({"name": ["John", "Ann"], "medicine": ["Antibiotics"], "amount": [300, 600, 900]},
                         ["MEDICINE-TAKEN"]),

@@ -23,7 +23,7 @@ from cepvec.plan.ir import Node, Occ, Query
 from cepvec.plan.normalize import Normalizer
 from cepvec.plan.outputs import OutputResolver
 from cepvec.plan.predicates import PredicateClassifier
-from cepvec.plan.runpreds import RunPredicateClassifier
+from cepvec.plan.runpreds import NegRunPredicateClassifier, RunPredicateClassifier
 from cepvec.plan.template import build_template
 
 
@@ -38,7 +38,8 @@ def compile_query(text: str, *, type_col: str = "type", time_col: str = "time") 
     return Compiler(tree, text, type_col, time_col).run()
 
 
-class Compiler(Normalizer, PredicateClassifier, RunPredicateClassifier, EqualityRewriter, OutputResolver):
+class Compiler(Normalizer, PredicateClassifier, RunPredicateClassifier, NegRunPredicateClassifier, EqualityRewriter,
+               OutputResolver):
     """One compilation: the state the steps share, and the driver :meth:`run`."""
 
     def __init__(self, tree: A.QueryAst, text: str, type_col: str, time_col: str):

@@ -82,7 +82,11 @@ class PredicateClassifier:
             return
         kleene_names = {self.occs[t.src].name for t in all_trans if t.src == t.dst}
         if self.needs_run(c, kleene_names):
-            self.classify_run(c, text, names)
+            negated = {r.var for r in iter_refs(c) if r.var in names and all(self.occs[o].negated for o in names[r.var])}
+            if len(negated) == 1 and len(names[next(iter(negated))]) == 1:  # a.LEN against a negated z
+                self.classify_neg_run(c, text, names, names[next(iter(negated))][0])
+            else:
+                self.classify_run(c, text, names)
             return
         self.check_supported(c)
         refs = list(iter_refs(c))
@@ -112,6 +116,8 @@ class PredicateClassifier:
         try:
             pairs = self.edge_roles(c, refs, plain_vars, next_vars, idx, idx_i, text)
         except CepvecQueryError as e:
+            if len(plain_vars) > 2 and not next_vars and not idx and self.route_negated(c, text, names, plain_vars, e):
+                return
             if type(e) is CepvecQueryError and len(plain_vars) > 2 and not next_vars and not idx \
                     and flat_items(self.normalized_root) is not None \
                     and not any(self.occs[o].negated for v in plain_vars for o in names[v]):
@@ -129,6 +135,8 @@ class PredicateClassifier:
         if not found:
             err = self.not_adjacent_error(c, text, pairs, names, {k for _, k in idx})
             vs = {p for p, _, _ in pairs} | {n for _, n, _ in pairs}
+            if self.route_negated(c, text, names, vs, err):
+                return
             if type(err) is CepvecQueryError and len(vs) > 1 and flat_items(self.normalized_root) is not None \
                     and not any(self.occs[o].negated for v in vs for o in names[v]):
                 # never adjacent: a predicate over the run (the match engine checks it, docs/semantics.md 4.2)
@@ -167,6 +175,19 @@ class PredicateClassifier:
                 (self.start_local if first else self.end_local).setdefault(o, []).append(plain)
                 if text not in self.position_texts:
                     self.position_texts.append(text)
+
+    def route_negated(self, c, text, names, vs, err) -> bool:
+        """A predicate between one negated variable and positive ones becomes a condition of the
+        negation on the match (:class:`cepvec.plan.runpreds.NegRunPredicateClassifier`); True if so."""
+        neg = [v for v in vs if all(self.occs[o].negated for o in names[v])]
+        if len(neg) != 1 or len(vs) < 2 or len(names[neg[0]]) != 1 or flat_items(self.normalized_root) is None:
+            return False
+        if any(self.occs[o].negated for v in vs if v != neg[0] for o in names[v]):
+            return False
+        self.classify_neg_run(c, text, names, names[neg[0]][0])
+        if type(err) is CepvecQueryError:  # never adjacent (not bordering the negation's gap): 4.2
+            self.not_adjacent.append((err.message, err.start, err.end))
+        return True
 
     def not_adjacent_error(self, c, text, pairs, names, kinds=frozenset()) -> CepvecQueryError:
         vs = sorted({p for p, _, _ in pairs} | {n for _, n, _ in pairs})

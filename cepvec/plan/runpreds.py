@@ -198,6 +198,61 @@ class RunPredicateClassifier:
         self.run_preds.append(RunPred(expr, text, at))
 
 
+class NegRunPredicateClassifier:
+    """Predicates between a negated single event and positive variables (SASE's misplaced inventory).
+
+    ``x.shelf_id = z.shelf_id`` with ``!(... z)`` at the end of ``SEQ(x, y, !z)``: an event ``z``
+    blocks a match only when it passes the predicate against *that* match, so the negation is
+    checked once the match is complete, against its state (``RunPred.at = ("NOT", negation id)``;
+    ``docs/semantics.md`` 5).
+    """
+
+    def classify_neg_run(self, c, text: str, names, z: int) -> None:
+        items = flat_items(self.normalized_root)
+        neg = next(n for n in self._negations if n.id == self.occs[z].neg)
+        if items is None or not isinstance(neg.node, Leaf) or neg.parent is not None:
+            raise self.err(NotSupportedError,
+                           f"not supported: predicate {text} relates a negated variable to positive ones; cepvec "
+                           "runs that when the negation is one event (NOT E z) in a SEQ of single events and "
+                           "Kleene plus of single events", c.span)
+        kleene = {occ for occ, k in items if k}
+        kleene_names = {self.occs[o].name for o in kleene}
+        table = {}
+
+        def visit(e):
+            if isinstance(e, A.Ref):
+                occs = names.get(e.var, ())
+                if e.next or e.var is None or len(occs) != 1 or e.index in ("i", "i-1", "..i-1"):
+                    raise self.err(NotSupportedError,
+                                   f"not supported: {self.quote(e.span)} in predicate {text}, which relates a "
+                                   "negated variable to the match; name each variable once (v.attr, v[1].attr, "
+                                   "v[v.LEN].attr, v.LEN)", e.span)
+                o = occs[0]
+                if o == z:
+                    table[id(e)] = A.Ref("$next", e.attr, span=e.span)
+                elif self.occs[o].negated:
+                    raise self.err(NotSupportedError,
+                                   f"not supported: predicate {text} relates two negated variables", c.span)
+                elif is_len_ref(e, kleene_names):
+                    table[id(e)] = A.Ref("$prev", self.slot("len", o, None), span=e.span)
+                elif o in kleene and e.index not in ("first", "last"):
+                    raise self.err(NotSupportedError,
+                                   f"not supported: {self.quote(e.span)} in predicate {text}; '{e.var}' is a "
+                                   f"Kleene variable: write {e.var}[1] or {e.var}[{e.var}.LEN]", e.span)
+                else:
+                    kind = "first" if o in kleene and e.index == "first" else "last"
+                    table[id(e)] = A.Ref("$prev", self.slot(kind, o, e.attr), span=e.span)
+                return
+            if isinstance(e, A.Call):
+                raise self.err(NotSupportedError,
+                               f"not supported: {self.quote(e.span)} in predicate {text}, which relates a negated "
+                               "variable to the match", e.span)
+            for x in _children(e):
+                visit(x)
+        visit(c)
+        self.run_preds.append(RunPred(_replace(c, table), text, ("NOT", neg.id)))
+
+
 def _children(e):
     if isinstance(e, (A.Bin, A.Cmp)):
         return (e.left, e.right)

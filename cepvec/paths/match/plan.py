@@ -74,6 +74,10 @@ def describe(q: Query) -> list[str]:
     final = [p.text for p in q.run_preds if p.at is None]
     if final:
         lines.append(f"  at the end of a match: run predicate {' AND '.join(final)}")
+    for p in q.run_preds:
+        if isinstance(p.at, tuple) and p.at[0] == "NOT":
+            lines.append(f"  NOT #{p.at[1]}: an event blocks a match only if {p.text} holds against it "
+                         "(checked per complete match)")
     if q.run_preds:
         state = ", ".join(f"{s.kind}({occ[s.occ].name}{'.' + s.attr if s.attr else ''})" for s in q.run_slots
                           if s.kind != "sumf")

@@ -1,11 +1,13 @@
 """Driver of the match engine: candidates, partitions, the match graph, then matches in batches.
 
-:func:`match_batches` yields the matches of a query over a prepared input as
-Polars frames of at most about ``batch_rows`` rows, in the long format of
-``cepvec.matches`` or one row per match (``format="wide"``); ``limit`` stops
-the enumeration early. Matches come ordered by group (as ``cepvec.run``
-orders its rows), then by partition, then by the time of their last event,
-then in the order of the depth-first walk (``cepvec.kernels.match.emit_matches``).
+:class:`MatchGraph` builds the shared match graph of a prepared input and
+yields its matches in batches; :func:`long_frame` / :func:`wide_frame` turn
+them into the frames of ``cepvec.matches`` (long: one row per event of a
+match; wide: one row per match). ``cepvec.paths.match.runs.match_batches``
+drives it (or the run-based executor) and writes the frames. Matches come
+ordered by group (as ``cepvec.run`` orders its rows), then by partition,
+then by the time of their last event, then in the order of the depth-first
+walk (``cepvec.kernels.match.emit_matches``).
 """
 
 from __future__ import annotations

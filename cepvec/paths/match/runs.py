@@ -63,7 +63,10 @@ class RunPrograms(Programs):
         self.icols, self.fcols, self.strings = [], [], set()
         self.consts_i, self.consts_f, self.ops, self.args, self.str_lits = [], [], [], [], []
         self.plo, self.phi, self.max_depth = [], [], 1
-        for at in [(src, dst) for src, dst, _g, _p in plan.transitions] + [None]:
+        self.conditioned = sorted({p.at[1] for p in q.run_preds if isinstance(p.at, tuple) and p.at[0] == "NOT"})
+        self.final = len(plan.transitions)  # then one program per conditioned negation
+        for at in ([(src, dst) for src, dst, _g, _p in plan.transitions] + [None]
+                   + [("NOT", g) for g in self.conditioned]):
             self.plo.append(len(self.ops))
             preds = [p for p in q.run_preds if p.at == at]
             self._depth = 0
@@ -100,12 +103,13 @@ class RunPrograms(Programs):
             f"engine='match' cannot run query {' '.join(self.q.text.split())!r}: run predicate {text} {why}. "
             "Use engine='reference'")
 
-    def encode_rows(self, df: pl.DataFrame, extra: int):
-        """Encoded columns of the events ``df`` followed by ``extra`` rows for run states."""
+    def encode_rows(self, df: pl.DataFrame, n: int, extra: int):
+        """Encoded columns of the ``n`` events ``df`` followed by ``extra`` rows for run states."""
         names = [a for a, _ in self.icols] + self.fcols
         events = [a for a in dict.fromkeys(names) if a not in self.slot_names]
-        frame = df.select(events).with_columns(
-            [pl.lit(None, dtype=self.schema[s]).alias(s) for s in self.slot_names])
+        base = df.select(events) if events else pl.DataFrame({"__n": np.zeros(n, np.int8)})
+        frame = base.with_columns([pl.lit(None, dtype=self.schema[s]).alias(s) for s in self.slot_names]).select(
+            events + self.slot_names)
         pad = pl.DataFrame({c: pl.Series(c, [None] * extra, dtype=frame.schema[c]) for c in frame.columns})
         return self.encode(pl.concat([frame, pad], how="vertical"))
 
@@ -120,19 +124,33 @@ class RunMatches:
     def __init__(self, q: Query, prep: Prepared):
         g = MatchGraph(q, prep, positive=False)
         self.g = g
+        self.pid = g.pid
         self.q = q
         plan = g.plan
         rp = RunPrograms(q, plan, dict(prep.df.schema))
         n = len(g.order)
         self.n = n
         used = [a for a in dict.fromkeys([a for a, _ in rp.icols] + rp.fcols) if a not in rp.slot_names]
-        self.rcols = rp.encode_rows(g.df.select(used)[g.order], n + 1)
+        self.rcols = rp.encode_rows(g.df.select(used)[g.order] if used else g.df.select(used), n, n + 1)
         rop, rarg, rplo, rphi = rp.arrays()
         self.rprog = (rplo, rphi, rop, rarg)
         self.slots = rp.slot_arrays()
         sl_dstf = self.slots[4].astype(np.bool_)
         self.slots = self.slots[:3] + (self.slots[3].astype(np.bool_), sl_dstf) + self.slots[5:]
         self.max_depth = np.int64(max(rp.max_depth, g.programs.max_depth))
+        # negations with conditions on the match: checked per match by the kernel, not by LS_N
+        cond = rp.conditioned
+        negs = [q.negations[c] for c in cond]
+        self.cn = (np.int64(rp.final), np.array([n.node.occ for n in negs], np.int64),
+                   np.array([{"start": 0, "middle": 1, "end": 2}[n.placement] for n in negs], np.int64),
+                   np.array([-1 if n.prev is None else n.prev for n in negs], np.int64),
+                   np.array([-1 if n.next is None else n.next for n in negs], np.int64))
+        A = plan.arrays
+        kept = [[int(x) for x in A["tr_guards"][A["tr_gptr"][k]:A["tr_gptr"][k + 1]] if int(x) not in cond]
+                for k in range(len(plan.transitions))]
+        self.guards = (np.array(np.concatenate([[0], np.cumsum([len(x) for x in kept])]), np.int64),
+                       np.array([x for k in kept for x in k], np.int64))
+        self.negs = tuple(np.int64(-1) if int(x) in cond else x for x in g.negs)
         main = len(plan.transitions) - len(q.template.transitions)  # the main pattern's transitions come last
         out = [[k for k in range(main, len(plan.transitions)) if plan.transitions[k][0] == o]
                for o in range(len(q.occs))]
@@ -144,7 +162,6 @@ class RunMatches:
     def batches(self, limit: int | None, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[np.ndarray, ...]]:
         """``(match id, position, row of prep.df, occurrence)`` arrays, whole matches per batch."""
         g, q, n = self.g, self.q, self.n
-        A = g.plan.arrays
         cap = max(1, batch_rows)
         state = np.zeros(5, np.int64)
         stacks = [np.zeros(n + 1, np.int64) for _ in range(5)]
@@ -156,9 +173,9 @@ class RunMatches:
             rows = K.run_matches(
                 STRATEGIES[q.strategy], g.mode, g.w, g.seg_ptr, g.t, self.gnext, g.cand, g.start_ok, g.end_ok,
                 np.int64(g.n_occ), np.int64(q.template.start), np.int64(q.template.end), self.out_ptr, self.out_tr,
-                self.tr_dst, A["tr_gptr"], A["tr_guards"], plo, phi, prog_op, prog_arg, constI, constF, colI, nI,
+                self.tr_dst, *self.guards, plo, phi, prog_op, prog_arg, constI, constF, colI, nI,
                 colF, nF, *self.rprog, rconstI, rconstF, rcolI, rnI, rcolF, rnF, *self.slots, self.max_depth,
-                g.neg_t, g.neg_pm, g.neg_seg, g.negs[0], g.negs[1], lim, state, *stacks, *out)
+                g.neg_t, g.neg_pm, g.neg_seg, *self.negs, *self.cn, lim, state, *stacks, *out)
             if rows:
                 node = out[2][:rows]
                 yield out[0][:rows], out[1][:rows], g.order[node // g.n_occ], node % g.n_occ

@@ -13,6 +13,7 @@ contract in Part I, the decisions in Part II) for the meaning implemented here.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -213,14 +214,13 @@ class _Partition:
         q = self.q
         out: list[Match] = []
         trans = [t for t in q.template.transitions]
-        gtimes = sorted(set(self.all_times))
-        ptimes = sorted(set(self.times))
         stack = [((i, q.template.start),) for i in reversed(self.candidates(q.template.start))]
         while stack:
             b = stack.pop()
             x, v = b[-1]
             first, tx = self.times[b[0][0]], self.times[x]
-            if v == q.template.end and all(_run_ok(q, p, self.rows, b, None) for p in q.run_preds if p.at is None):
+            if v == q.template.end and all(_run_ok(q, p, self.rows, b, None) for p in q.run_preds if p.at is None) \
+                    and self._middle_conditions_ok(b):
                 out.append(Match(b, first, tx))
                 if self.progress is not None:
                     self.progress.update(1)
@@ -238,18 +238,38 @@ class _Partition:
             if exts and q.strategy != "skip-till-any-match":
                 if q.strategy == "skip-till-next-match":
                     keep = min(self.times[y] for y, _ in exts)
-                else:
-                    pool = gtimes if q.strategy == "strict-contiguity" else ptimes
-                    keep = next((tt for tt in pool if tt > tx), None)
+                else:  # the next time stamp of the input / partition (both lists are sorted)
+                    pool = self.all_times if q.strategy == "strict-contiguity" else self.times
+                    j = bisect.bisect_right(pool, tx)
+                    keep = pool[j] if j < len(pool) else None
                 exts = [(y, tr) for y, tr in exts if self.times[y] == keep]
             for y, tr in reversed(sorted(exts, key=lambda e: (e[0], e[1].dst))):
-                spans = [sp for g in tr.guards for sp in self.neg_spans(g)]
+                spans = [sp for g in tr.guards if g not in conditioned(q) for sp in self.neg_spans(g)]
                 if any(tx < nf and nl < self.times[y] for nf, nl in spans):
                     continue
                 stack.append(b + ((y, tr.dst),))
         if q.qualified_equivalences:
             out = [m for m in out if self._qualified_ok(m)]
         return out
+
+    def conditioned_spans(self, g: int, binding) -> list[tuple[int, int]]:
+        """The matches of one-event negation ``g`` that pass its conditions on the match ``binding``."""
+        occ = self.q.negations[g].node.occ
+        preds = [p for p in self.q.run_preds if p.at == ("NOT", g)]
+        return [(self.times[z], self.times[z]) for z in self.candidates(occ)
+                if all(_run_ok(self.q, p, self.rows, binding, z) for p in preds)]
+
+    def _middle_conditions_ok(self, binding) -> bool:
+        """No event of a conditioned middle negation (one passing its conditions) lies in its gap."""
+        for g in conditioned(self.q):
+            n = self.q.negations[g]
+            if n.placement != "middle":
+                continue
+            lo = max(self.times[i] for i, o in binding if o == n.prev)
+            hi = min(self.times[i] for i, o in binding if o == n.next)
+            if any(lo < t < hi for t, _ in self.conditioned_spans(g, binding)):
+                return False
+        return True
 
     def _qualified_ok(self, m: Match) -> bool:
         for e in self.q.qualified_equivalences:
@@ -297,6 +317,11 @@ def run_state(q: Query, rows: list[dict], binding) -> dict:
 def _run_ok(q: Query, p, rows: list[dict], binding, y: int | None) -> bool:
     """Run predicate ``p`` holds when the run ``binding`` takes event ``y`` (None: at its end)."""
     return evaluate(p.expr, None, run_state(q, rows, binding), rows[y] if y is not None else {}) is True
+
+
+def conditioned(q: Query) -> set[int]:
+    """Negations with conditions on the match (``RunPred.at == ("NOT", g)``), checked per match."""
+    return {p.at[1] for p in q.run_preds if isinstance(p.at, tuple) and p.at[0] == "NOT"}
 
 
 def _successors(q: Query, occ: int) -> list[int]:
@@ -401,6 +426,10 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
         for m in ms:
             if not _ends_ok(q, part, m):
                 continue
+            if start_neg in conditioned(q):
+                sn = part.conditioned_spans(start_neg, m.binding)
+            if end_neg in conditioned(q):
+                en = part.conditioned_spans(end_neg, m.binding)
             mrows = [part.rows[i] for i, _ in m.binding]
             placed = False
             if overlap == "none":

@@ -122,14 +122,14 @@ SEMANTIC_ERRORS = [
     ("RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE b[i].x > b[i-1].x", CepvecQueryError,
      "predicate b[i].x > b[i-1].x relates two consecutive b events, but b never follows itself in the pattern "
      "(it would under Kleene plus: B+ b), so it cannot be aggregated online", (1, 45), "b[i].x > b[i-1].x"),
-    ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b, C c) WHERE b[b.LEN].x < a.x", CepvecQueryError,
+    ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b, (SEQ(C c, D d))+) WHERE b[b.LEN].x < a.x", CepvecQueryError,
      "predicate b[b.LEN].x < a.x compares the last b with a, but a never comes right after b in the pattern, "
      "so it cannot be aggregated online; b[b.LEN] may only be compared with the variable right after b",
-     (1, 51), "b[b.LEN].x < a.x"),
-    ("RETURN COUNT(*) PATTERN SEQ(A a, B+ b, C c) WHERE b[1].x < c.x", CepvecQueryError,
+     (1, 64), "b[b.LEN].x < a.x"),
+    ("RETURN COUNT(*) PATTERN SEQ((SEQ(A a, D d))+, B+ b, C c) WHERE b[1].x < c.x", CepvecQueryError,
      "predicate b[1].x < c.x compares the first b with c, but c never comes right before b in the pattern, "
      "so it cannot be aggregated online; b[1] may only be compared with the variable right before b",
-     (1, 51), "b[1].x < c.x"),
+     (1, 64), "b[1].x < c.x"),
     ("RETURN COUNT(*) PATTERN A WHERE f(A.x) > 1", NotSupportedError,
      "not supported: function call f(A.x) in a predicate; cepvec predicates use attributes, constants and "
      "+ - * / % only", (1, 33), "f(A.x)"),

@@ -386,3 +386,55 @@ def test_explain_shows_run_predicates():
     assert "a -> a (take again (Kleene +)): edge predicate true; run predicate a[i].x > avg(a[..i-1].x)" in plan
     assert "run predicates read each run's state (count(a.x), avg(a.x), len(a))" in plan
     assert "engine (auto): match" in plan
+
+
+def select_non_overlapping(matches: set, events: list[dict], by_id: bool, names: list[str]) -> set:
+    """docs/semantics.md 8.1 over any listing (tuples of (variable, k)); ``names``: variables in pattern order."""
+    ev = {e["k"]: e for e in events}
+
+    def key(m):
+        ts = [ev[k]["time"] for _, k in m]
+        return (ev[m[0][1]]["id"] if by_id else 0, ts[-1], -ts[0], tuple(k for _, k in m),
+                tuple(names.index(v) for v, _ in m))
+
+    keep, cut = set(), {}
+    for m in sorted(matches, key=key):
+        part, last, neg_first = key(m)[:3]
+        if part not in cut or -neg_first > cut[part]:
+            keep.add(m)
+            cut[part] = last
+    return keep
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=event_dicts(), text=st.sampled_from(FORWARD), strategy=st.sampled_from(STRATEGIES))
+def test_non_overlapping_on_the_shared_graph(events, text, strategy):
+    """overlap="none" on queries the shared graph runs: both engines keep 8.1's choice among all matches."""
+    q = cepvec.compile(text.format(S="" if strategy == "skip_till_any_match" else f"{strategy}() {{ }} AND"))
+    df = frame(events)
+    every = listed(cepvec.matches(q, df, limit=None, engine="reference"))
+    by_id = "[id]" in q.text and strategy != "strict_contiguity"
+    want = select_non_overlapping(every, events, by_id, [o.name for o in q.occs])
+    for engine in ("match", "reference"):
+        got = listed(cepvec.matches(q, df, limit=None, engine=engine, overlap="none"))
+        assert got == want, f"{engine} {q.text}\n{df}"
+    limited = cepvec.matches(q, df, limit=1, engine="match", overlap="none")
+    assert limited["match"].n_unique() == min(1, len(want))
+
+
+def test_overlap_argument_checks_and_cli(tmp_path):
+    df = frame([{"type": t, "time": i, "id": 1, "x": i, "k": i} for i, t in enumerate("AABB")])
+    with pytest.raises(cepvec.CepvecPlanError, match="overlap must be 'all' or 'none'; found 'some'"):
+        cepvec.matches("RETURN COUNT(*) PATTERN SEQ(A, B)", df, overlap="some")
+    with pytest.raises(cepvec.CepvecPlanError, match="with a SLIDE or EMIT CHANGES window a match is listed once"):
+        cepvec.matches("RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 3 SLIDE 1", df, overlap="none")
+    # a1 a2 b3 b4: every pair overlaps; the one ending first and starting last is (a2, b3)
+    got = cepvec.matches("RETURN COUNT(*) PATTERN SEQ(A, B)", df, overlap="none", format="wide")
+    assert got["k"].to_list() == [[1, 2]]
+    path = tmp_path / "ev.parquet"
+    df.write_parquet(path)
+    from cepvec.cli import main
+
+    out = tmp_path / "m.parquet"
+    assert main(["matches", "RETURN COUNT(*) PATTERN SEQ(A, B)", str(path), "-o", str(out), "--overlap", "none"]) == 0
+    assert pl.read_parquet(out)["k"].to_list() == [1, 2]

@@ -110,8 +110,14 @@ class RunPrograms(Programs):
         base = df.select(events) if events else pl.DataFrame({"__n": np.zeros(n, np.int8)})
         frame = base.with_columns([pl.lit(None, dtype=self.schema[s]).alias(s) for s in self.slot_names]).select(
             events + self.slot_names)
-        pad = pl.DataFrame({c: pl.Series(c, [None] * extra, dtype=frame.schema[c]) for c in frame.columns})
-        return self.encode(pl.concat([frame, pad], how="vertical"))
+        colI, nI, colF, nF, constI, constF = self.encode(frame)
+
+        def grow(a, fill):  # the state rows after the events (written by the kernel)
+            out = np.full((a.shape[0] + extra, a.shape[1]), fill, a.dtype)
+            out[:a.shape[0]] = a
+            return out
+
+        return grow(colI, 0), grow(nI, True), grow(colF, 0.0), grow(nF, True), constI, constF
 
     def slot_arrays(self):
         a = np.array(self.slots, dtype=np.int64).reshape(len(self.slots), 7)

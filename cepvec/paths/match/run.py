@@ -83,13 +83,15 @@ class MatchGraph:
         start_ok = np.ascontiguousarray(start_ok[order])
         end_ok = np.ascontiguousarray(end_ok[order])
         # only the columns the edge predicates read are gathered into partition order
-        self.df, self.plan, self.programs, self.times_sorted = df, plan, programs, times
-        self.cand, self.start_ok, self.end_ok = cand, start_ok, end_ok
         used = list(dict.fromkeys([a for a, _ in programs.icols] + programs.fcols))
         colI, nI, colF, nF, constI, constF = programs.encode(df.select(used)[order] if used else df.select(used))
         prog_op, prog_arg, plo, phi = programs.arrays()
-        self.edge_programs = (plo, phi, prog_op, prog_arg, constI, constF, colI, nI, colF, nF)
-        if not positive:  # no node of the main pattern: only the negations' matches are built
+        if not positive:
+            # the run-based engine reads these (the graph engine lets them go after phase 1); no node
+            # of the main pattern: only the negations' matches are built
+            self.df, self.plan, self.programs, self.times_sorted = df, plan, programs, times
+            self.cand, self.start_ok, self.end_ok = cand, start_ok, end_ok
+            self.edge_programs = (plo, phi, prog_op, prog_arg, constI, constF, colI, nI, colF, nF)
             cand = cand.copy()
             cand[:, [o.id for o in q.occs if not o.negated]] = False
         A = plan.arrays

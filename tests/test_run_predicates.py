@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import cepvec
 from cepvec.paths.match.run import MatchGraph
 from cepvec.paths.match.runs import RunMatches
+from cepvec.registry import choose, run_engine
 from cepvec.runtime.prepare import prepare
 from tests.strategies import examples, sweep_size, tiny_streams
 
@@ -341,6 +342,11 @@ def test_batches_and_aggregates(events, spec, strategy, cut):
     got = cepvec.run(text, df, engine=engine)
     want = cepvec.run(text, df, engine="reference")
     assert got.equals(want), f"{text}\n{got}\n{want}"
+    # the same rows however the input is cut into batches (cepvec.run pushes batches to the path)
+    q = cepvec.compile(text)
+    prep = prepare(q, df)
+    cuts = list(range(cut, len(df), cut))
+    assert run_engine(q, prep, choose(q, engine, prep.df.schema), batches=cuts).equals(got)
 
 
 def test_auto_refuses_never_adjacent_aggregation_but_match_runs_it():

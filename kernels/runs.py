@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline
-from .match import MODE_WITHIN, NEG_INF, POS_INF, STRAT_ANY, STRAT_NEXT, STRAT_PARTITION, STRAT_STRICT, _ls_before
+from .match import MODE_WITHIN, NEG_INF, POS_INF, STRAT_NEXT, STRAT_PARTITION, STRAT_STRICT, _ls_before
 from .scan import _eval_block
 
 SL_FIRST = 0
@@ -49,8 +49,6 @@ SL_SUM = 4
 SL_MIN = 5
 SL_MAX = 6
 SL_AVG = 7
-
-__all__ = ["run_matches", "STRAT_ANY"]
 
 
 @jit_inline

@@ -244,8 +244,12 @@ def check(spec: Spec, events: list[dict], strategy: str, within: int | None, ove
         want = non_overlapping(spec, want, events, strategy)
     df = frame(events)
     for engine in ("match", "reference"):
-        got = listed(cepvec.matches(text, df, limit=None, engine=engine, overlap=overlap))
+        long = cepvec.matches(text, df, limit=None, engine=engine, overlap=overlap)
+        got = listed(long)
         assert got == want, f"{engine} {text}\n{df}\nmissing {want - got}\nextra {got - want}"
+        wide = cepvec.matches(text, df, limit=None, engine=engine, overlap=overlap, format="wide")
+        assert wide.height == len(want)
+        assert set(tuple(zip(v, k)) for v, k in zip(wide["variable"].to_list(), wide["k"].to_list())) == want
 
 
 @st.composite

@@ -9,6 +9,7 @@ from cepvec.registry import choose, count_matches_online, run_engine
 from cepvec.errors import CepvecError, CepvecPlanError, CepvecTypeError, UnsupportedByEngine
 from cepvec.paths.match import MATCH_ENGINES, MATCH_FORMATS, collect_matches, match_batches, match_engine
 from cepvec.paths.match.run import wide_frame
+from cepvec.runtime.overlap import check_overlap
 from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
 from cepvec.plan.compile import compile_query
 from cepvec.plan.ir import Query
@@ -84,11 +85,13 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     events : polars.DataFrame, pyarrow.Table, pyarrow.RecordBatch or pandas.DataFrame
         One row per event with the type and time columns and the attributes
         the query reads. Unsorted input is sorted by time (stable).
-    engine : {"auto", "aseq", "greta", "reference"}
+    engine : {"auto", "aseq", "greta", "match", "reference"}
         ``"auto"`` picks the fastest engine that supports the query (see
         ``Query.explain()``); ``"aseq"`` forces the fixed-length sequence
         engine (it refuses Kleene patterns), ``"greta"`` the trend engine
-        (Kleene and fixed-length; both share the kernels);
+        (Kleene and fixed-length; both share the kernels); ``"match"``
+        aggregates over the match engine's matches (needed for predicates
+        between never-adjacent variables, docs/semantics.md 4.2);
         ``"reference"`` builds every match (small inputs only).
     time_unit : {"s", "ms", "us", "ns"}, optional
         Unit of an integer time column (default seconds). Timestamp columns
@@ -138,7 +141,7 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
 
 
 def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None, engine: str = "auto",
-            format: str = "long") -> pl.DataFrame:  # noqa: A002
+            format: str = "long", overlap: str = "all") -> pl.DataFrame:  # noqa: A002
     """The matches (composite events) of a query.
 
     A match is listed when it counts towards at least one output row (its
@@ -166,6 +169,13 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     format : {"long", "wide"}
         ``"long"``: one row per event of a match; ``"wide"``: one row per
         match, with ``variable`` and every input column as lists.
+    overlap : {"all", "none"}
+        SASE+'s output formats: ``"all"`` every match; ``"none"`` only
+        non-overlapping matches, per partition (the whole input under strict
+        contiguity): repeatedly the match that ends first among those that
+        start after the previous one kept ended (ties: the one that starts
+        last, then the one whose events come first in the input;
+        ``docs/semantics.md`` 8.1). Not with SLIDE or EMIT CHANGES windows.
 
     Returns
     -------
@@ -183,26 +193,30 @@ def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = 
     >>> matches("RETURN COUNT(*) PATTERN SEQ(A, B)", ev)["match"].to_list()
     [0, 0, 1, 1]
     """
-    q = _check_matches_args(query, limit, engine, format)
+    q = _check_matches_args(query, limit, engine, format, overlap)
     if _is_spark(events):
         from cepvec.spark_adapter.matches import matches_spark  # noqa: PLC0415  (optional dependency)
 
+        if overlap != "all":
+            raise CepvecPlanError("overlap='none' is not available on Spark yet; collect the events and call "
+                                  "cepvec.matches on the local frame")
         return matches_spark(q, events, limit=limit, time_unit=time_unit, engine=engine, format=format)
     prep = prepare(q, events, time_unit=time_unit)
     if match_engine(q, engine, prep.df.schema) == "match":
-        return collect_matches(q, prep, limit=limit, format=format)
-    out = _reference_matches(q, prep, limit)
+        return collect_matches(q, prep, limit=limit, format=format, overlap=overlap)
+    out = _reference_matches(q, prep, limit, overlap)
     return out if format == "long" else wide_frame(q, out)
 
 
 def iter_matches(query, events, *, limit: int | None = None, time_unit: str | None = None, engine: str = "auto",
-                 format: str = "long", batch_rows: int = 1 << 16):  # noqa: A002
+                 format: str = "long", batch_rows: int = 1 << 16, overlap: str = "all"):  # noqa: A002
     """The matches of :func:`matches` as an iterator of frames of whole matches (bounded memory).
 
     Parameters
     ----------
-    query, events, limit, time_unit, engine, format
-        As in :func:`matches` (``events``: a local frame).
+    query, events, limit, time_unit, engine, format, overlap
+        As in :func:`matches` (``events``: a local frame). ``overlap="none"``
+        builds every match before it chooses (memory of all of them).
     batch_rows : int
         Rows per frame (about; a frame never splits a match). The match
         engine holds one frame at a time; the reference engine builds every
@@ -220,17 +234,18 @@ def iter_matches(query, events, *, limit: int | None = None, time_unit: str | No
     >>> [f.height for f in iter_matches("RETURN COUNT(*) PATTERN SEQ(A, B)", ev, batch_rows=2)]
     [2, 2]
     """
-    q = _check_matches_args(query, limit, engine, format)
+    q = _check_matches_args(query, limit, engine, format, overlap)
     prep = prepare(q, events, time_unit=time_unit)
     if match_engine(q, engine, prep.df.schema) == "match":
-        yield from match_batches(q, prep, limit=limit, format=format, batch_rows=batch_rows)
+        yield from match_batches(q, prep, limit=limit, format=format, batch_rows=batch_rows, overlap=overlap)
         return
-    out = _reference_matches(q, prep, limit)
+    out = _reference_matches(q, prep, limit, overlap)
     yield out if format == "long" else wide_frame(q, out)
 
 
-def _check_matches_args(query, limit, engine: str, format: str) -> Query:  # noqa: A002
+def _check_matches_args(query, limit, engine: str, format: str, overlap: str = "all") -> Query:  # noqa: A002
     q = _as_query(query)
+    check_overlap(overlap, q.window.kind)
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise CepvecPlanError(f"limit must be a positive integer or None; found {limit!r}")
     if format not in MATCH_FORMATS:
@@ -241,14 +256,14 @@ def _check_matches_args(query, limit, engine: str, format: str) -> Query:  # noq
     return q
 
 
-def _reference_matches(q: Query, prep, limit: int | None) -> pl.DataFrame:
+def _reference_matches(q: Query, prep, limit: int | None, overlap: str = "all") -> pl.DataFrame:
     from cepvec.paths.reference import evaluate as reference
     from cepvec.runtime.prepare import time_values_to_output
 
     rows = prep.df.to_dicts()
     with reference_progress(q, prep, "cepvec.matches", count_matches_online) as counter:
         res = reference.evaluate_query(q, rows, prep.times.to_list(), w=prep.w, s=prep.s, match_limit=limit,
-                                       progress=counter)
+                                       progress=counter, overlap=overlap)
     header: dict[str, list] = {"match": []}
     for lab in q.group_labels:
         header[lab] = []

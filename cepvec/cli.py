@@ -234,7 +234,7 @@ def cmd_matches(args: argparse.Namespace) -> int:
     q = compile(text, type_col=args.type_col, time_col=args.time_col)
     events = parse_time_strings(read_events(args.input), args.time_col, args.input)
     frames = iter_matches(q, events, limit=args.limit, engine=args.engine, time_unit=args.time_unit,
-                          format=args.format)
+                          format=args.format, overlap=args.overlap)
     if args.output is None:
         frames = list(frames)
         print(format_table(pl.concat(frames) if len(frames) > 1 else frames[0], max_rows=args.show))
@@ -483,6 +483,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="engine (default: %(default)s: the match engine when it runs the query)")
     p.add_argument("--format", choices=("long", "wide"), default="long",
                    help="long: one row per event of a match; wide: one row per match, lists "
+                        "(default: %(default)s)")
+    p.add_argument("--overlap", choices=("all", "none"), default="all",
+                   help="all: every match; none: SASE+'s non-overlapping matches per partition "
                         "(default: %(default)s)")
     p.add_argument("--limit", type=_min_int(1), default=None, metavar="N",
                    help="stop after N matches (default: all)")

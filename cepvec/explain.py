@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cepvec.arrow_kernel import partition_plan
+from cepvec.errors import CepvecQueryError, UnsupportedByEngine
 from cepvec.lang.render import render_plan_expr
 from cepvec.paths.match import match_support
 from cepvec.paths.match.plan import describe as describe_automaton
@@ -67,6 +68,11 @@ def explain(q) -> str:
         for p in preds:
             lines.append(f"  edge [{s}] {occ[s].name} -> [{d}] {occ[d].name}: {p.text}")
             any_pred = True
+    for p in q.run_preds:  # docs/semantics.md 4.6: checked when the run takes its last identifier's event
+        where = ("the end of the match" if p.at is None else f"NOT #{p.at[1]} (per match)" if p.at[0] == "NOT"
+                 else f"[{p.at[0]}] {occ[p.at[0]].name} -> [{p.at[1]}] {occ[p.at[1]].name}")
+        lines.append(f"  run (over the run so far) at {where}: {p.text}")
+        any_pred = True
     if not any_pred:
         lines.append("  none")
     lines.append("")
@@ -84,9 +90,17 @@ def explain(q) -> str:
     lines.append(f"event selection: {q.strategy}")
     lines.append("aggregates: " + ", ".join(a.label for a in q.aggs))
     lines.append("output columns: " + ", ".join(q.output_columns))
-    choice = choose(q)
+    try:
+        choice = choose(q)
+    except CepvecQueryError as e:  # never-adjacent variables: only an explicit engine='match' / 'reference'
+        try:
+            choice = choose(q, "match")
+        except UnsupportedByEngine:
+            choice = choose(q, "reference")
+        lines.append(f"engine (auto): none - {e.message}")
+    else:
+        lines.append(f"engine (auto): {choice.engine} - {choice.reason}")
     name = choice.engine
-    lines.append(f"engine (auto): {name} - {choice.reason}")
     lines.append(f"on Spark (cepvec.run): {partition_plan(q).why}")
     if name in ("aseq", "greta"):
         path = choice.path_name

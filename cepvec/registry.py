@@ -15,7 +15,7 @@ import dataclasses
 
 import polars as pl
 
-from cepvec.errors import UnsupportedByEngine
+from cepvec.errors import CepvecQueryError, UnsupportedByEngine
 from cepvec.paths.base import Path, Run, feed
 from cepvec.paths.linear import LinearPath
 from cepvec.paths.match.aggregate import MatchAggPath
@@ -28,7 +28,7 @@ from cepvec.paths.trend.plan import unsupported_reason as trend_reason
 from cepvec.plan.ir import AggSpec, Query
 from cepvec.runtime.prepare import Prepared
 
-ENGINES = ("auto", "aseq", "greta", "reference")
+ENGINES = ("auto", "aseq", "greta", "match", "reference")
 #: the Numba paths, fastest first; "aseq" and "greta" both run on them ("aseq": fixed-length patterns only)
 NUMBA_PATHS: tuple[Path, ...] = (LinearPath(), TrendPath(), ScanPath())
 QUALIFIED_PATHS: tuple[Path, ...] = tuple(Qualified(p) for p in NUMBA_PATHS)
@@ -98,6 +98,19 @@ def choose(q: Query, engine: str = "auto", schema: dict | None = None) -> Choice
         raise UnsupportedByEngine(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if engine == "reference":
         return Choice("reference", REFERENCE, "engine='reference' was asked for: every match is built")
+    if engine == "match":
+        why = MATCH_AGG.supports(q, schema)
+        if why is not None:
+            if why.startswith("engine="):
+                raise UnsupportedByEngine(why)
+            raise UnsupportedByEngine(f"engine='match' cannot run query {' '.join(q.text.split())!r}: {why}. "
+                                      "Use engine='reference'")
+        return Choice("match", MATCH_AGG, f"engine='match' was asked for: {WHY['match']}")
+    if engine == "auto" and q.not_adjacent:  # the contract: rejected unless the caller allows matching
+        message, start, end = q.not_adjacent[0]
+        raise CepvecQueryError(f"{message}; pass engine='match' to aggregate over the match engine's matches "
+                               "(or engine='reference'), or list them with cepvec.matches",
+                               source=q.text, start=start, end=end)
     path, why = numba_path(q, schema)
     if engine == "auto":
         if path is None and MATCH_AGG.supports(q, schema) is None:
@@ -149,6 +162,8 @@ def run_engine(q: Query, prep: Prepared, choice: Choice | str, *, numeric: str =
 def count_matches_online(q: Query, prep: Prepared) -> int | None:
     """The (match, output row) pairs of ``q`` counted online (sum of ``COUNT(*)``), or None when no
     Numba path runs ``q`` on this input (the reference path's warning before it explodes)."""
+    if q.run_preds:  # no online path runs predicates over the run
+        return None
     count = dataclasses.replace(q, aggs=(AggSpec("COUNT", (), None, "COUNT(*)"),))
     choice = choose(count, "auto", prep.df.schema)
     if choice.engine in ("reference", "match"):  # "match" would enumerate the matches to count them

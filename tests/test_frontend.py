@@ -716,13 +716,20 @@ def test_not_at_start_or_end_only_for_the_whole_pattern():
 
 
 def test_predicate_between_non_adjacent_variables_is_rejected():
+    """Part I: rejected with an error naming it unless the caller allows the match-constructing engine."""
+    import polars as pl
+
+    text = "RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x < c.x"
+    df = pl.DataFrame({"type": ["A", "B", "C"], "time": [1, 2, 3], "x": [1, 0, 2]})
     with pytest.raises(cepvec.CepvecQueryError) as info:
-        cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x < c.x")
-    assert info.value.message == (
+        cepvec.run(text, df)
+    assert info.value.message.startswith(
         "predicate a.x < c.x compares variables a and c, which are never adjacent in the pattern, so it "
         "cannot be aggregated online; predicates between different variables must relate an event and the "
-        "one right after it in a match")
+        "one right after it in a match; pass engine='match'")
     assert (info.value.line, info.value.col) == (1, 50)
+    assert cepvec.run(text, df, engine="match")["COUNT(*)"].to_list() == [1]
+    assert cepvec.run(text, df, engine="reference")["COUNT(*)"].to_list() == [1]
 
 
 def test_negated_end_with_emit_changes(engine):

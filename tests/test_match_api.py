@@ -109,3 +109,15 @@ def test_matches_on_spark_equal_local(spark, strategy):
     assert _as_set(got.cast(want.schema)) == _as_set(want)
     wide = pl.from_pandas(cepvec.matches(text, sdf, limit=None, format="wide").toPandas())
     assert wide.height == want["match"].n_unique()
+
+
+@pytest.mark.spark
+def test_run_predicate_matches_on_spark_equal_local(spark):
+    """SASE+ Query 3's avg(a[..i-1].x) under skip till next match: Spark local[2] lists the local matches."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A+ a[], B b) WHERE skip_till_next_match(a[], b) { [id] AND "
+            "a[i].x > avg(a[..i-1].x) AND a.LEN >= 2 }")
+    ev = events()
+    want = cepvec.matches(text, ev, limit=None)
+    assert want.height, "the stream has matches"
+    got = pl.from_pandas(cepvec.matches(text, spark.createDataFrame(ev.to_pandas()), limit=None).toPandas())
+    assert _as_set(got.cast(want.schema)) == _as_set(want)

@@ -16,6 +16,11 @@
   events per partition.
 * ``MatchReference``: both queries at 2 000 events, match engine against the
   reference engine (exponential; it cannot run the 10^6 inputs).
+* ``StockAvgRuns``: SASE+ Query 3's shape, the same template with the run
+  predicate ``a[i].price > avg(a[..i-1].price)`` instead of ``a[i-1]``: the
+  run-based executor (``kernels/runs.py``), 10^6 events, W = 50 000, both
+  price distributions; ``StockAvgReference``: the same at 2 000 events
+  against the reference engine, in the same run.
 
 Two distributions each: ``uniform`` (uniform ids, types, gaps) and
 ``bursty`` (about 4 events per time stamp, skewed types); for stocks, ``walk`` (per-company
@@ -38,6 +43,8 @@ N = 1_000_000
 SEQ = "RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] WITHIN {w}"
 STOCK = ("RETURN COUNT(*) PATTERN SEQ(Stock+ a[], Stock b) WHERE {strategy}(a[], b) {{ [company] AND "
          "a[1].price % 500 = 0 AND a[i].price > a[i-1].price AND b.volume < 150 }} WITHIN {w}")
+STOCK_AVG = ("RETURN COUNT(*) PATTERN SEQ(Stock+ a[], Stock b) WHERE {strategy}(a[], b) {{ [company] AND "
+             "a[1].price % 500 = 0 AND a[i].price > avg(a[..i-1].price) AND b.volume < 150 }} WITHIN {w}")
 N_IDS = 1_000
 N_COMPANIES = 100
 
@@ -212,4 +219,47 @@ class MatchReference:
         cepvec.matches(self.query, self.events, limit=None)
 
     def time_reference(self, query):
+        cepvec.matches(self.query, self.events, limit=None, engine="reference")
+
+
+class StockAvgRuns:
+    """SASE+ Query 3's shape (``avg(a[..i-1].price)``): the run-based executor over 10^6 events."""
+
+    params = [["partition_contiguity", "skip_till_next_match"], ["walk", "jumpy"]]
+    param_names = ["strategy", "data"]
+    timeout = 900
+
+    def setup(self, strategy, data):
+        self.events = stock_events(data, N)
+        self.query = cepvec.compile(STOCK_AVG.format(strategy=strategy, w=50_000))
+        consume(self.query, self.events.head(2_000))
+
+    def time_match_engine(self, strategy, data):
+        consume(self.query, self.events)
+
+    def track_events_per_s(self, strategy, data):
+        return N / _timed(lambda: consume(self.query, self.events))
+
+    track_events_per_s.unit = "events/s"
+
+
+class StockAvgReference:
+    """The same query at 2 000 events (5 companies, W = 400), against the reference engine."""
+
+    params = [["partition_contiguity", "skip_till_next_match"], ["walk", "jumpy"]]
+    param_names = ["strategy", "data"]
+    timeout = 900
+
+    def setup(self, strategy, data):
+        self.events = stock_events(data, 2_000).with_columns(pl.col("company") % 5)
+        self.query = cepvec.compile(STOCK_AVG.format(strategy=strategy, w=400))
+        got = cepvec.matches(self.query, self.events, limit=None)
+        want = cepvec.matches(self.query, self.events, limit=None, engine="reference")
+        if got.height != want.height:
+            raise ValueError(f"match engine {got.height} rows, reference engine {want.height}")
+
+    def time_match_engine(self, strategy, data):
+        cepvec.matches(self.query, self.events, limit=None)
+
+    def time_reference(self, strategy, data):
         cepvec.matches(self.query, self.events, limit=None, engine="reference")

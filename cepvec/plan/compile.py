@@ -23,6 +23,7 @@ from cepvec.plan.ir import Node, Occ, Query
 from cepvec.plan.normalize import Normalizer
 from cepvec.plan.outputs import OutputResolver
 from cepvec.plan.predicates import PredicateClassifier
+from cepvec.plan.runpreds import NegRunPredicateClassifier, RunPredicateClassifier
 from cepvec.plan.template import build_template
 
 
@@ -37,7 +38,8 @@ def compile_query(text: str, *, type_col: str = "type", time_col: str = "time") 
     return Compiler(tree, text, type_col, time_col).run()
 
 
-class Compiler(Normalizer, PredicateClassifier, EqualityRewriter, OutputResolver):
+class Compiler(Normalizer, PredicateClassifier, RunPredicateClassifier, NegRunPredicateClassifier, EqualityRewriter,
+               OutputResolver):
     """One compilation: the state the steps share, and the driver :meth:`run`."""
 
     def __init__(self, tree: A.QueryAst, text: str, type_col: str, time_col: str):
@@ -49,6 +51,9 @@ class Compiler(Normalizer, PredicateClassifier, EqualityRewriter, OutputResolver
         self.neg_nodes: list[tuple[Node, int | None]] = []  # (body, parent)
         self.neg_spans: dict[int, tuple[int, int]] = {}  # negation id -> span of its NOT in the text
         self.errors: list[CepvecQueryError] = []
+        self.run_preds: list = []  # RunPredicateClassifier
+        self.run_slots: list = []
+        self.not_adjacent: list[tuple] = []  # run predicates between never-adjacent variables (message, start, end)
 
     def err(self, cls, message: str, span=None) -> CepvecQueryError:
         if span is not None and span != (0, 0):
@@ -79,6 +84,8 @@ class Compiler(Normalizer, PredicateClassifier, EqualityRewriter, OutputResolver
             start_local={k: tuple(v) for k, v in self.start_local.items()},
             end_local={k: tuple(v) for k, v in self.end_local.items()}, position_texts=tuple(self.position_texts),
             strategy=t.strategy or "skip-till-any-match",
+            run_preds=tuple(self.run_preds), run_slots=tuple(self.run_slots),
+            not_adjacent=tuple(self.not_adjacent),
             type_col=self.type_col, time_col=self.time_col)
 
 

@@ -122,6 +122,37 @@ class EdgePred:
 
 
 @dataclass(frozen=True)
+class RunSlot:
+    """One value of a run's computation state (SASE+ Section 5's vector V).
+
+    ``kind``: ``first`` / ``last`` (``attr`` of the first / last event bound to ``occ`` so far),
+    ``len`` (how many), ``count`` / ``sum`` / ``min`` / ``max`` / ``avg`` (of the non-null ``attr``
+    values of those events; ``count`` counts them, the others are null when there is none).
+    Run predicates read it as ``Ref("$prev", name)``.
+    """
+
+    name: str
+    kind: str
+    occ: int
+    attr: str | None
+
+
+@dataclass(frozen=True)
+class RunPred:
+    """A predicate over the run so far (SASE+ iterator aggregates, ``v.LEN``, non-adjacent variables).
+
+    ``expr`` reads the event being bound as ``Ref("$next", attr)`` and the run's state before it
+    as ``Ref("$prev", slot name)``. ``at`` is the template transition whose take it conditions
+    (``(v, v)``: a Kleene take; ``(u, v)``: the begin of ``v``, which is also the end of ``u``'s
+    run); ``None``: evaluated once the match is complete (no ``$next``).
+    """
+
+    expr: A.Expr
+    text: str
+    at: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
 class Equivalence:
     attr: str
     occs: frozenset[int] | None  # None: every event of a match, negated ones included
@@ -173,6 +204,11 @@ class Query:
     end_local: dict = field(default_factory=dict, repr=False)
     position_texts: tuple[str, ...] = ()  # the WHERE text of those predicates (explain, refusals)
     time_col: str = "time"
+    # predicates over the whole run so far (RunPred), and the run state they read (RunSlot)
+    run_preds: tuple = field(default=(), repr=False)
+    run_slots: tuple = field(default=(), repr=False)
+    # run predicates between never-adjacent variables: (the error engine="auto" raises in cepvec.run, start, end)
+    not_adjacent: tuple = ()
 
     # ---------------------------------------------------------------- derived
     @property
@@ -214,6 +250,13 @@ class Query:
             for r in iter_refs(x):
                 if r.attr not in seen:
                     seen.append(r.attr)
+        for p in self.run_preds:  # $prev refs name run-state slots, not columns
+            for r in iter_refs(p.expr):
+                if r.var != "$prev" and r.attr not in seen:
+                    seen.append(r.attr)
+        for sl in self.run_slots:
+            if sl.attr and sl.attr not in seen:
+                seen.append(sl.attr)
         for a in self.aggs:
             if a.attr and a.attr not in seen:
                 seen.append(a.attr)
@@ -242,6 +285,12 @@ class Query:
 
     def __str__(self) -> str:  # noqa: D105
         return self.text
+
+
+def run_reason(q: Query) -> str:
+    """Why an online path cannot run a query with run predicates (``q.run_preds``)."""
+    return ("a predicate over the whole run, not a pair of adjacent events ("
+            + "; ".join(dict.fromkeys(p.text for p in q.run_preds)) + ")")
 
 
 def _has_kleene(node: Node) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from cepvec.errors import CepvecQueryError, NotSupportedError
 from cepvec.lang import ast as A
 from cepvec.plan.ir import EdgePred, Equivalence, Negation, Template, Transition, iter_refs, map_refs
+from cepvec.plan.runpreds import flat_items
 
 
 class PredicateClassifier:
@@ -79,6 +80,14 @@ class PredicateClassifier:
                     occs = lookup(item.var, item.span)
                     equivs.append(Equivalence(item.attr, frozenset(occs), self.quote(item.span)))
             return
+        kleene_names = {self.occs[t.src].name for t in all_trans if t.src == t.dst}
+        if self.needs_run(c, kleene_names):
+            negated = {r.var for r in iter_refs(c) if r.var in names and all(self.occs[o].negated for o in names[r.var])}
+            if len(negated) == 1 and len(names[next(iter(negated))]) == 1:  # a.LEN against a negated z
+                self.classify_neg_run(c, text, names, names[next(iter(negated))][0])
+            else:
+                self.classify_run(c, text, names)
+            return
         self.check_supported(c)
         refs = list(iter_refs(c))
         plain_vars = {r.var for r in refs if r.var is not None and not r.next and r.index in (None, "i")}
@@ -104,7 +113,18 @@ class PredicateClassifier:
                                    all_trans)
             return
         # edge predicate: work out (prev-name, next-name) role of each ref
-        pairs = self.edge_roles(c, refs, plain_vars, next_vars, idx, idx_i, text)
+        try:
+            pairs = self.edge_roles(c, refs, plain_vars, next_vars, idx, idx_i, text)
+        except CepvecQueryError as e:
+            if len(plain_vars) > 2 and not next_vars and not idx and self.route_negated(c, text, names, plain_vars, e):
+                return
+            if type(e) is CepvecQueryError and len(plain_vars) > 2 and not next_vars and not idx \
+                    and flat_items(self.normalized_root) is not None \
+                    and not any(self.occs[o].negated for v in plain_vars for o in names[v]):
+                self.classify_run(c, text, names)  # three or more variables: a predicate over the run
+                self.not_adjacent.append((e.message, e.start, e.end))
+                return
+            raise
         found = False
         for prev_name, next_name, role in pairs:
             for t in all_trans:
@@ -113,7 +133,17 @@ class PredicateClassifier:
                     edges.setdefault((t.src, t.dst), []).append(EdgePred(expr, text))
                     found = True
         if not found:
-            raise self.not_adjacent_error(c, text, pairs, names, {k for _, k in idx})
+            err = self.not_adjacent_error(c, text, pairs, names, {k for _, k in idx})
+            vs = {p for p, _, _ in pairs} | {n for _, n, _ in pairs}
+            if self.route_negated(c, text, names, vs, err):
+                return
+            if type(err) is CepvecQueryError and len(vs) > 1 and flat_items(self.normalized_root) is not None \
+                    and not any(self.occs[o].negated for v in vs for o in names[v]):
+                # never adjacent: a predicate over the run (the match engine checks it, docs/semantics.md 4.2)
+                self.classify_run(c, text, names)
+                self.not_adjacent.append((err.message, err.start, err.end))
+                return
+            raise err
 
     def classify_position(self, c, text, v, first: bool, names, local, edges, all_trans) -> None:
         """SASE+ ``v[1].a op k`` / ``v[v.LEN].a op k`` alone: the first / last event of v's Kleene run.
@@ -145,6 +175,19 @@ class PredicateClassifier:
                 (self.start_local if first else self.end_local).setdefault(o, []).append(plain)
                 if text not in self.position_texts:
                     self.position_texts.append(text)
+
+    def route_negated(self, c, text, names, vs, err) -> bool:
+        """A predicate between one negated variable and positive ones becomes a condition of the
+        negation on the match (:class:`cepvec.plan.runpreds.NegRunPredicateClassifier`); True if so."""
+        neg = [v for v in vs if all(self.occs[o].negated for o in names[v])]
+        if len(neg) != 1 or len(vs) < 2 or len(names[neg[0]]) != 1 or flat_items(self.normalized_root) is None:
+            return False
+        if any(self.occs[o].negated for v in vs if v != neg[0] for o in names[v]):
+            return False
+        self.classify_neg_run(c, text, names, names[neg[0]][0])
+        if type(err) is CepvecQueryError:  # never adjacent (not bordering the negation's gap): 4.2
+            self.not_adjacent.append((err.message, err.start, err.end))
+        return True
 
     def not_adjacent_error(self, c, text, pairs, names, kinds=frozenset()) -> CepvecQueryError:
         vs = sorted({p for p, _, _ in pairs} | {n for _, n, _ in pairs})

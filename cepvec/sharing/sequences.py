@@ -6,7 +6,7 @@ import math
 from fractions import Fraction
 
 from cepvec.lang.render import render_plan_expr
-from cepvec.plan.ir import Leaf, Query, Seq
+from cepvec.plan.ir import Leaf, Query, Seq, run_reason
 from cepvec.runtime.prepare import UNIT_NS
 
 
@@ -89,4 +89,6 @@ def executor_support(q: Query) -> str | None:
         return "local predicates"
     if q.strategy != "skip-till-any-match":
         return f"event selection {q.strategy}"
+    if q.run_preds:
+        return run_reason(q)
     return None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cepvec.runtime.order_keys import orderable
-from cepvec.plan.ir import Query, Seq, Neg, Leaf
+from cepvec.plan.ir import Query, Seq, Neg, Leaf, run_reason
 
 MAX_OCCS = 64
 
@@ -74,6 +74,8 @@ def unsupported_reason(q: Query, schema: dict | None = None) -> str | None:
         return f"event selection strategy {q.strategy} (only skip-till-any-match)"
     if q.position_texts:
         return f"a predicate on the first or last event of the match ({', '.join(q.position_texts)})"
+    if q.run_preds:
+        return run_reason(q)
     if q.edges:
         preds = sorted({p.text for ps in q.edges.values() for p in ps})
         return f"edge predicates ({'; '.join(preds)})"

@@ -13,7 +13,8 @@ import polars as pl
 from cepvec.errors import UnsupportedByEngine
 from cepvec.paths.base import refusal
 from cepvec.paths.match.plan import build, unsupported_reason
-from cepvec.paths.match.run import empty_frame, match_batches
+from cepvec.paths.match.run import empty_frame
+from cepvec.paths.match.runs import RunPrograms, match_batches
 from cepvec.paths.scan.plan import Programs
 from cepvec.plan.ir import Query
 from cepvec.runtime.prepare import Prepared
@@ -25,8 +26,10 @@ MATCH_FORMATS = ("long", "wide")
 def match_support(q: Query, schema: dict | None = None) -> str | None:
     """Why the match engine cannot list the matches of ``q`` (None when it can)."""
     why = unsupported_reason(q)
-    if why is None and schema is not None:  # the edge predicates over these column types
-        return refusal(Programs, q, build(q), dict(schema))
+    if why is None and schema is not None:  # the edge (and run) predicates over these column types
+        why = refusal(Programs, q, build(q), dict(schema))
+        if why is None and q.run_preds:
+            why = refusal(RunPrograms, q, build(q), dict(schema))
     return why
 
 
@@ -47,9 +50,9 @@ def match_engine(q: Query, engine: str, schema: dict | None = None) -> str:
 
 
 def collect_matches(q: Query, prep: Prepared, *, limit: int | None = None, format: str = "long",  # noqa: A002
-                    ) -> pl.DataFrame:
+                    overlap: str = "all") -> pl.DataFrame:
     """Every match of ``q`` over ``prep`` (up to ``limit``) as one frame."""
-    frames = list(match_batches(q, prep, limit=limit, format=format))
+    frames = list(match_batches(q, prep, limit=limit, format=format, overlap=overlap))
     return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.paths.base import Path
-from cepvec.paths.match.run import MatchGraph
+from cepvec.paths.match.runs import matcher
 from cepvec.paths.reference.run import ReferenceRun
 from cepvec.plan.ir import Query
 from cepvec.runtime.output import build_output, overflow_error
@@ -32,7 +32,7 @@ def aggregate_matches(q: Query, prep: Prepared, numeric: str = "int64") -> pl.Da
     keys = list(q.group_by) or ["__all"]
     attrs = sorted({a.attr for a in q.aggs if a.attr})
     parts = []
-    for match_id, _pos, rows, occ in MatchGraph(q, prep).batches(None):
+    for match_id, _pos, rows, occ in matcher(q, prep).batches(None):
         ev = prep.df[rows].select(q.group_by) if q.group_by else pl.DataFrame({"__all": np.zeros(len(rows))})
         b = pl.concat([pl.DataFrame({"__m": match_id, "__o": occ}), ev, df[rows].select(
             [pl.col(a).alias(f"__a{attrs.index(a)}") for a in attrs])], how="horizontal")

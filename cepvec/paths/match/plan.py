@@ -46,7 +46,7 @@ def build(q: Query) -> ScanPlan:
     if reason is not None:
         raise ValueError(reason)
     return build_scan(dataclasses.replace(q, strategy="skip-till-any-match", aggs=(), start_local={}, end_local={},
-                                          position_texts=()))
+                                          position_texts=(), run_preds=(), run_slots=(), not_adjacent=()))
 
 
 def describe(q: Query) -> list[str]:
@@ -69,5 +69,19 @@ def describe(q: Query) -> list[str]:
             preds = " AND ".join(p.text for p in q.edges.get((t.src, t.dst), ())) or "true"
             guard = "".join(f"; no NOT #{g} match between" for g in t.guards)
             kind = "proceed" if t.kind == "SEQ" else "take again (Kleene +)"
-            lines.append(f"  {occ[t.src].name} -> {occ[t.dst].name} ({kind}): edge predicate {preds}{guard}")
+            runs = "".join(f"; run predicate {p.text}" for p in q.run_preds if p.at == (t.src, t.dst))
+            lines.append(f"  {occ[t.src].name} -> {occ[t.dst].name} ({kind}): edge predicate {preds}{guard}{runs}")
+    final = [p.text for p in q.run_preds if p.at is None]
+    if final:
+        lines.append(f"  at the end of a match: run predicate {' AND '.join(final)}")
+    for p in q.run_preds:
+        if isinstance(p.at, tuple) and p.at[0] == "NOT":
+            lines.append(f"  NOT #{p.at[1]}: an event blocks a match only if {p.text} holds against it "
+                         "(checked per complete match)")
+    if q.run_preds:
+        state = ", ".join(f"{s.kind}({occ[s.occ].name}{'.' + s.attr if s.attr else ''})" for s in q.run_slots
+                          if s.kind != "sumf")
+        lines.append(f"run predicates read each run's state ({state}): runs are followed one by one "
+                     "(cepvec/kernels/runs.py), not on the shared match graph; an event that fails one is not "
+                     "taken by that run")
     return lines

@@ -1,11 +1,13 @@
 """Driver of the match engine: candidates, partitions, the match graph, then matches in batches.
 
-:func:`match_batches` yields the matches of a query over a prepared input as
-Polars frames of at most about ``batch_rows`` rows, in the long format of
-``cepvec.matches`` or one row per match (``format="wide"``); ``limit`` stops
-the enumeration early. Matches come ordered by group (as ``cepvec.run``
-orders its rows), then by partition, then by the time of their last event,
-then in the order of the depth-first walk (``cepvec.kernels.match.emit_matches``).
+:class:`MatchGraph` builds the shared match graph of a prepared input and
+yields its matches in batches; :func:`long_frame` / :func:`wide_frame` turn
+them into the frames of ``cepvec.matches`` (long: one row per event of a
+match; wide: one row per match). ``cepvec.paths.match.runs.match_batches``
+drives it (or the run-based executor) and writes the frames. Matches come
+ordered by group (as ``cepvec.run`` orders its rows), then by partition,
+then by the time of their last event, then in the order of the depth-first
+walk (``cepvec.kernels.match.emit_matches``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ def previous_time(times: np.ndarray) -> np.ndarray:
 class MatchGraph:
     """Phase 1 over a whole prepared input: the shared match graph (``cepvec.kernels.match``)."""
 
-    def __init__(self, q: Query, prep: Prepared):
+    def __init__(self, q: Query, prep: Prepared, positive: bool = True):
+        """``positive=False``: only the negative sub-patterns are built (their ``LS_N`` tables), for
+        the run-based engine (:mod:`cepvec.paths.match.runs`), which finds the positive matches itself."""
         self.q = q
         plan = build(q)
         df = prep.df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))  # NaN reads as null
@@ -63,6 +67,7 @@ class MatchGraph:
         # partitions, ordered by group (nulls last) as cepvec.run orders its rows
         parts = Partitions(q, {c: prep.df.schema[c] for c in q.partition_by})
         pid = parts.ids(df) if len(df) else np.zeros(0, np.int64)
+        self.pid = pid  # partition of each row of prep.df (non-overlapping output)
         rank = np.zeros(len(parts), np.int64)
         if q.group_by and len(parts.keys):
             gf = parts.group_frame().sort(list(q.group_by), nulls_last=True, maintain_order=True)
@@ -76,11 +81,19 @@ class MatchGraph:
         self.t = np.ascontiguousarray(times[order])
         cand = np.ascontiguousarray(cand[order].reshape(len(order), n_occ))
         start_ok = np.ascontiguousarray(start_ok[order])
-        end_ok = end_ok[order]
+        end_ok = np.ascontiguousarray(end_ok[order])
         # only the columns the edge predicates read are gathered into partition order
         used = list(dict.fromkeys([a for a, _ in programs.icols] + programs.fcols))
         colI, nI, colF, nF, constI, constF = programs.encode(df.select(used)[order] if used else df.select(used))
         prog_op, prog_arg, plo, phi = programs.arrays()
+        if not positive:
+            # the run-based engine reads these (the graph engine lets them go after phase 1); no node
+            # of the main pattern: only the negations' matches are built
+            self.df, self.plan, self.programs, self.times_sorted = df, plan, programs, times
+            self.cand, self.start_ok, self.end_ok = cand, start_ok, end_ok
+            self.edge_programs = (plo, phi, prog_op, prog_arg, constI, constF, colI, nI, colF, nF)
+            cand = cand.copy()
+            cand[:, [o.id for o in q.occs if not o.negated]] = False
         A = plan.arrays
         n = len(order)
         G = len(q.negations)
@@ -136,6 +149,17 @@ class MatchGraph:
             cap *= 2  # the next match is longer than the buffer: a frame never splits a match
 
 
+def next_time(times: np.ndarray) -> np.ndarray:
+    """For sorted ``times``, the earliest time stamp after each one (``POS_INF`` for the last)."""
+    if not len(times):
+        return np.zeros(0, np.int64)
+    prev = previous_time(-times[::-1])[::-1]  # the latest stamp before each one, on the reversed axis
+    out = np.full(len(times), K.POS_INF, np.int64)
+    has = prev != K.NEG_INF
+    out[has] = -prev[has]
+    return out
+
+
 def long_frame(q: Query, prep: Prepared, match_id, pos, rows, occ) -> pl.DataFrame:
     """The long format of ``cepvec.matches``: one row per event of a match."""
     df = prep.df
@@ -158,19 +182,6 @@ def wide_frame(q: Query, long: pl.DataFrame) -> pl.DataFrame:
     keys = ["match", *q.group_labels]
     lists = [c for c in long.columns if c not in keys and c != "position"]
     return long.group_by(keys, maintain_order=True).agg([pl.col(c) for c in lists])
-
-
-def match_batches(q: Query, prep: Prepared, *, limit: int | None = None, format: str = "long",  # noqa: A002
-                  batch_rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
-    """The matches of ``q`` over ``prep`` as frames (see the module docstring); at least one frame."""
-    graph = MatchGraph(q, prep)
-    empty = True
-    for match_id, pos, rows, occ in graph.batches(limit, batch_rows):
-        long = long_frame(q, prep, match_id, pos, rows, occ)
-        empty = False
-        yield long if format == "long" else wide_frame(q, long)
-    if empty:  # one frame at least: it carries the schema
-        yield empty_frame(q, prep, format)
 
 
 def empty_frame(q: Query, prep: Prepared, format: str = "long") -> pl.DataFrame:  # noqa: A002

@@ -13,12 +13,14 @@ contract in Part I, the decisions in Part II) for the meaning implemented here.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
 from cepvec.lang import ast as A
 from cepvec.errors import CepvecOverflowError, CepvecTypeError
 from cepvec.plan.ir import Kleene, Leaf, Neg, Query, Seq
+from cepvec.runtime.overlap import non_overlapping
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -199,6 +201,76 @@ class _Partition:
         self._memo[key] = res
         return res
 
+    def run_matches(self) -> list[Match]:
+        """The matches of a query with run predicates (``q.run_preds``), built run by run.
+
+        A run is a partial match; it is extended by an event ``y`` bound to ``w`` on a template
+        transition ``v -> w`` when ``y`` is later, a candidate of ``w``, the edge predicates of
+        ``v -> w`` and the run predicates placed on it hold, and no guarding negation matches in
+        between; the strategy then keeps (docs/semantics.md 4.6): every such extension (skip till
+        any match), those at the earliest time of one (skip till next match: events that pass
+        nothing are skipped), those at the next time stamp of the input / partition (contiguity).
+        """
+        q = self.q
+        out: list[Match] = []
+        trans = [t for t in q.template.transitions]
+        stack = [((i, q.template.start),) for i in reversed(self.candidates(q.template.start))]
+        while stack:
+            b = stack.pop()
+            x, v = b[-1]
+            first, tx = self.times[b[0][0]], self.times[x]
+            if v == q.template.end and all(_run_ok(q, p, self.rows, b, None) for p in q.run_preds if p.at is None) \
+                    and self._middle_conditions_ok(b):
+                out.append(Match(b, first, tx))
+                if self.progress is not None:
+                    self.progress.update(1)
+            exts = []
+            for tr in trans:
+                if tr.src != v:
+                    continue
+                for y in self.candidates(tr.dst):
+                    ty = self.times[y]
+                    if ty <= tx or (self.max_span is not None and ty - first >= self.max_span):
+                        continue
+                    if self._edge_preds(x, v, y, tr.dst) and all(
+                            _run_ok(q, p, self.rows, b, y) for p in q.run_preds if p.at == (v, tr.dst)):
+                        exts.append((y, tr))
+            if exts and q.strategy != "skip-till-any-match":
+                if q.strategy == "skip-till-next-match":
+                    keep = min(self.times[y] for y, _ in exts)
+                else:  # the next time stamp of the input / partition (both lists are sorted)
+                    pool = self.all_times if q.strategy == "strict-contiguity" else self.times
+                    j = bisect.bisect_right(pool, tx)
+                    keep = pool[j] if j < len(pool) else None
+                exts = [(y, tr) for y, tr in exts if self.times[y] == keep]
+            for y, tr in reversed(sorted(exts, key=lambda e: (e[0], e[1].dst))):
+                spans = [sp for g in tr.guards if g not in conditioned(q) for sp in self.neg_spans(g)]
+                if any(tx < nf and nl < self.times[y] for nf, nl in spans):
+                    continue
+                stack.append(b + ((y, tr.dst),))
+        if q.qualified_equivalences:
+            out = [m for m in out if self._qualified_ok(m)]
+        return out
+
+    def conditioned_spans(self, g: int, binding) -> list[tuple[int, int]]:
+        """The matches of one-event negation ``g`` that pass its conditions on the match ``binding``."""
+        occ = self.q.negations[g].node.occ
+        preds = [p for p in self.q.run_preds if p.at == ("NOT", g)]
+        return [(self.times[z], self.times[z]) for z in self.candidates(occ)
+                if all(_run_ok(self.q, p, self.rows, binding, z) for p in preds)]
+
+    def _middle_conditions_ok(self, binding) -> bool:
+        """No event of a conditioned middle negation (one passing its conditions) lies in its gap."""
+        for g in conditioned(self.q):
+            n = self.q.negations[g]
+            if n.placement != "middle":
+                continue
+            lo = max(self.times[i] for i, o in binding if o == n.prev)
+            hi = min(self.times[i] for i, o in binding if o == n.next)
+            if any(lo < t < hi for t, _ in self.conditioned_spans(g, binding)):
+                return False
+        return True
+
     def _qualified_ok(self, m: Match) -> bool:
         for e in self.q.qualified_equivalences:
             vals = [_key(self.rows[i].get(e.attr)) for i, o in m.binding if o in e.occs]
@@ -209,6 +281,47 @@ class _Partition:
     def neg_spans(self, neg_id: int) -> list[tuple[int, int]]:
         n = self.q.negations[neg_id]
         return sorted({(m.first, m.last) for m in self.matches(n.node)})
+
+
+def run_state(q: Query, rows: list[dict], binding) -> dict:
+    """The run's state (``q.run_slots``) after the events of ``binding``, by slot name."""
+    state = {}
+    for sl in q.run_slots:
+        evs = [rows[i] for i, o in binding if o == sl.occ]
+        if sl.kind == "len":
+            state[sl.name] = len(evs)
+            continue
+        vals = [r.get(sl.attr) for r in evs]
+        if sl.kind == "first":
+            state[sl.name] = vals[0] if vals else None
+            continue
+        if sl.kind == "last":
+            state[sl.name] = vals[-1] if vals else None
+            continue
+        xs = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        if sl.kind == "count":
+            state[sl.name] = len(xs)
+        elif not xs:
+            state[sl.name] = None
+        elif sl.kind in ("sum", "sumf"):
+            state[sl.name] = sum(xs)
+        elif sl.kind == "min":
+            state[sl.name] = min(xs)
+        elif sl.kind == "max":
+            state[sl.name] = max(xs)
+        else:
+            state[sl.name] = sum(xs) / len(xs)
+    return state
+
+
+def _run_ok(q: Query, p, rows: list[dict], binding, y: int | None) -> bool:
+    """Run predicate ``p`` holds when the run ``binding`` takes event ``y`` (None: at its end)."""
+    return evaluate(p.expr, None, run_state(q, rows, binding), rows[y] if y is not None else {}) is True
+
+
+def conditioned(q: Query) -> set[int]:
+    """Negations with conditions on the match (``RunPred.at == ("NOT", g)``), checked per match."""
+    return {p.at[1] for p in q.run_preds if isinstance(p.at, tuple) and p.at[0] == "NOT"}
 
 
 def _successors(q: Query, occ: int) -> list[int]:
@@ -272,12 +385,13 @@ class ReferenceResult:
 
 
 def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | None, s: int | None,
-                   match_limit: int | None = None, progress=None) -> ReferenceResult:
+                   match_limit: int | None = None, progress=None, overlap: str = "all") -> ReferenceResult:
     """Enumerate matches of ``q`` over time-sorted ``rows`` and assign them to (group, window) cells.
 
     ``times`` are the integer occurrence times (``rows[i][time_col]`` may be a datetime);
     ``w`` and ``s`` are the window length and slide in the same unit. ``progress``
-    (an object with ``update(k)``) is told of every match built by a join.
+    (an object with ``update(k)``) is told of every match built by a join. ``overlap="none"``
+    keeps SASE+'s non-overlapping matches only (:mod:`cepvec.runtime.overlap`; no window or WITHIN).
     """
     type_col = q.type_col
     parts: dict[tuple, list[int]] = {}
@@ -303,16 +417,26 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
             g = tuple(key[j] for j in group_idx)
             emit_times.setdefault(g, set()).update(part.times[i] for i in part.candidates(end_occ))
 
-    for key, part in partitions:
+    pending = []  # overlap="none": (partition, match, rows, group) before the choice
+    for pidx, (key, part) in enumerate(partitions):
         group = tuple(key[j] for j in group_idx)
-        ms = part.matches(q.root)
+        ms = part.run_matches() if q.run_preds else part.matches(q.root)
         sn = part.neg_spans(start_neg) if start_neg is not None else []
         en = part.neg_spans(end_neg) if end_neg is not None else []
         for m in ms:
             if not _ends_ok(q, part, m):
                 continue
+            if start_neg in conditioned(q):
+                sn = part.conditioned_spans(start_neg, m.binding)
+            if end_neg in conditioned(q):
+                en = part.conditioned_spans(end_neg, m.binding)
             mrows = [part.rows[i] for i, _ in m.binding]
             placed = False
+            if overlap == "none":
+                if window_ok(q, m, sn, en, w):
+                    pending.append((0 if q.strategy == "strict-contiguity" else pidx, m, mrows, group,
+                                    tuple(part.gpos[i] for i, _ in m.binding)))
+                continue
             if kind == "none":
                 if not any(nl < m.first for nf, nl in sn) and not any(nf > m.last for nf, nl in en):
                     result.add(group, (), m, mrows)
@@ -348,7 +472,20 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
                 total += 1
                 if match_limit is not None and total >= match_limit:
                     return result
+    if overlap == "none":
+        keep = non_overlapping([p[0] for p in pending], [p[1].first for p in pending], [p[1].last for p in pending],
+                               [(p[4], tuple(o for _, o in p[1].binding)) for p in pending])
+        for j in keep[:match_limit]:
+            result.add(pending[j][3], (), pending[j][1], pending[j][2])
     return result
+
+
+def window_ok(q: Query, m: Match, sn, en, w) -> bool:
+    """No window or WITHIN: ``m`` fits the window and no negated start / end match blocks it."""
+    if q.window.kind == "none":
+        return not any(nl < m.first for nf, nl in sn) and not any(nf > m.last for nf, nl in en)
+    return (m.last - m.first < w and not any(nl < m.first and nf > m.last - w for nf, nl in sn)
+            and not any(nf > m.last and nl < m.first + w for nf, nl in en))
 
 
 def _ends_ok(q: Query, part: _Partition, m: Match) -> bool:

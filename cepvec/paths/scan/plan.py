@@ -29,7 +29,7 @@ from cepvec.lang import ast as A
 from cepvec.errors import UnsupportedByEngine
 from cepvec.kernels import scan as K
 from cepvec.paths.linear.plan import Component, plan_components, top_negations
-from cepvec.plan.ir import Query, iter_refs
+from cepvec.plan.ir import Query, iter_refs, run_reason
 
 MAX_OCCS = 62  # occurrences are bits of an int64
 _CMP = {"=": K.CMP_EQ, "!=": K.CMP_NE, "<": K.CMP_LT, "<=": K.CMP_LE, ">": K.CMP_GT, ">=": K.CMP_GE}
@@ -43,6 +43,8 @@ def unsupported_reason(q: Query) -> str | None:
         return f"event selection strategy {q.strategy} (only skip-till-any-match)"
     if q.position_texts:
         return f"a predicate on the first or last event of the match ({', '.join(q.position_texts)})"
+    if q.run_preds:
+        return run_reason(q)
     if q.qualified_equivalences:
         return "equivalence on the attribute of one variable only (" + ", ".join(
             e.text for e in q.qualified_equivalences) + ")"

@@ -25,7 +25,7 @@ from cepvec.lang import ast as A
 from cepvec.lang.render import render_plan_expr
 from cepvec.kernels import trend as K
 from cepvec.paths.linear.plan import Component, plan_components, top_negations
-from cepvec.plan.ir import Leaf, Query, iter_refs
+from cepvec.plan.ir import Leaf, Query, iter_refs, run_reason
 
 MAX_OCCS = 62  # occurrences and negations are bits of an int64
 OPS = {"<": K.K_LT, "<=": K.K_LE, ">": K.K_GT, ">=": K.K_GE, "=": K.K_EQ}
@@ -122,6 +122,8 @@ def unsupported_reason(q: Query) -> str | None:
         return f"event selection strategy {q.strategy} (only skip-till-any-match)"
     if q.position_texts:
         return f"a predicate on the first or last event of the match ({', '.join(q.position_texts)})"
+    if q.run_preds:
+        return run_reason(q)
     if q.window.kind == "within":
         return ("WITHIN without SLIDE together with edge predicates: a trend counts only when last - first < w, "
                 "so an event's contribution depends on the time of each trend's first event and per-start state "

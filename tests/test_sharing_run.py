@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 
 import cepvec
 from cepvec.sharing.run import run_many as run_many_cut
-from tests.strategies import examples, queries, shared_workloads, streams
+from tests.strategies import examples, queries, shared_workloads, streams, sweep_size, tiny_streams
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 MODES = ("none", "auto", "greedy", "exhaustive")
@@ -147,6 +147,34 @@ def test_local_predicates_share_prefixes_where_types_and_predicates_agree():
     for name, text in texts.items():
         assert_frame_equal(got[name], alone(text, ev, engine="reference"), check_exact=True)
     assert got["p1"]["COUNT(*)"].to_list() == [4]  # A at 2 and 4 (x > 1), each with B at 5 or 6, then C at 7
+
+
+PREDICATE_WORKLOAD = {
+    "ab_p": "RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE a.x > 0",
+    "ab": "RETURN COUNT(*) PATTERN SEQ(A a, B b)",
+    "aba_p": "RETURN COUNT(*) PATTERN SEQ(A a, B b, A c) WHERE a.x > 0 AND c.x = 0",
+    "aa_p": "RETURN COUNT(*) PATTERN SEQ(A a, A b) WHERE b.x > 0",
+}
+
+
+@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1"])
+def test_local_predicates_on_every_tiny_stream(window):
+    """Every stream of up to 4 events (5 with --slow) of types A, B at times 0, 1, 3 (ties included), x
+    alternating 0 / 1: a type with and without predicates, two predicates on one type, a type twice."""
+    texts = {n: f"{t} {window}".strip() for n, t in PREDICATE_WORKLOAD.items()}
+    wl = cepvec.workload(texts)
+    assert set(wl.plan.shared_queries) == set(texts)
+    bad = []
+    for ev in tiny_streams(sweep_size(5), types="AB"):
+        df = pl.DataFrame({"time": [t for t, _ in ev], "type": [ty for _, ty in ev],
+                           "x": [i % 2 for i in range(len(ev))]}, schema={"time": pl.Int64, "type": pl.String,
+                                                                        "x": pl.Int64})
+        got = cepvec.run_many(wl, df)
+        for name, text in texts.items():
+            want = alone(text, df, engine="reference")
+            if not got[name].equals(want):
+                bad.append((name, ev, got[name].rows(), want.rows()))
+    assert not bad, f"{len(bad)} differ, e.g. {bad[:3]}"
 
 
 def test_shared_overflow_raises_like_run():

@@ -9,8 +9,8 @@ type, local predicates): a prefix common to several queries, types and
 predicates alike, is counted once per event and window for all of them. Each
 distinct local predicate is evaluated once per batch as a boolean column
 (:func:`cepvec.runtime.polars_expr.predicate_mask`, as the linear path does);
-a node with a predicate skips the events where it does not hold. :mod:`cepvec.kernels.sharing` runs the counters;
-this module encodes the batches (type codes, partition ids through
+a node with a predicate skips the events where it does not hold.
+:mod:`cepvec.kernels.sharing` runs the counters; this module encodes the batches (type codes, partition ids through
 :class:`cepvec.runtime.partitions.Partitions`), keeps the state across batches
 (results do not depend on the cuts: the state is per partition and window,
 and equal times are handled inside the kernel) and builds each query's frame

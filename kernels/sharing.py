@@ -103,6 +103,7 @@ def run_shared(pid, times, codes, pm, type_ptr, type_nodes, node_pred, parent, l
     Q = len(qleaf)
     cap = len(out_q)
     n_out = 0
+    has_pred = pm.shape[1] > 0
     one = C.dtype.type(1)
     zero = C.dtype.type(0)
     # first pass: which events share their partition's time stamp with an earlier / a later one
@@ -166,9 +167,10 @@ def run_shared(pid, times, codes, pm, type_ptr, type_nodes, node_pred, parent, l
             j_time = t
         for a in range(type_ptr[c], type_ptr[c + 1]):
             node = type_nodes[a]
-            pr = node_pred[node]
-            if pr >= 0 and not pm[i, pr]:
-                continue  # the node's local predicate rejects this event
+            if has_pred:  # loop-invariant: without predicates the check costs nothing per node
+                pr = node_pred[node]
+                if pr >= 0 and not pm[i, pr]:
+                    continue  # the node's local predicate rejects this event
             par = parent[node]
             lf = leaf_of[node]
             if par == 0:

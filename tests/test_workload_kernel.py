@@ -5,7 +5,8 @@
   stream cut into batches anywhere: each query's rows (``WHERE query = name``, its columns) are exactly
   ``cepvec.run``'s frame;
 * the output schema (``query`` plus the union of the columns, null where a query lacks one), the tags,
-  pickling, and the driver-side refusals (several layouts, no schema, a ``query`` column, named errors).
+  pickling, that the sharing classes run on the shared executor, and the driver-side refusals (several
+  layouts, no schema, a ``query`` column, named errors).
 """
 
 from __future__ import annotations
@@ -118,3 +119,30 @@ def test_driver_side_refusals():
         cepvec.kernel(["RETURN query, COUNT(*) PATTERN SEQ(A, B) GROUP-BY query"], {**SCHEMA, "query": pl.Int64})
     with pytest.raises(cepvec.CepvecPlanError, match="sharing must be one of"):
         cepvec.kernel(["RETURN COUNT(*) PATTERN SEQ(A, B)"], SCHEMA, sharing="all")
+
+
+def test_the_kernel_runs_the_shared_executor(monkeypatch):
+    """The sharing plan's classes run on one SharedRun per kernel run (one per call here), the others alone."""
+    import cepvec.sharing.run as R
+
+    made = []
+
+    class Counting(R.SharedRun):
+        def __init__(self, queries, *a, **kw):
+            made.append(sorted(queries))
+            super().__init__(queries, *a, **kw)
+
+    monkeypatch.setattr(R, "SharedRun", Counting)
+    texts = {"p": "RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE a.x > 0",
+             "q": "RETURN COUNT(*) PATTERN SEQ(A a, B b, C) WHERE a.x > 0",
+             "k": "RETURN COUNT(*) PATTERN SEQ(A, B+)"}
+    df = pl.DataFrame({"type": list("ABCAB"), "time": [0, 1, 2, 3, 4], "id": [0] * 5, "x": [1, 0, 0, 1, 0],
+                       "v": [0.0] * 5})
+    k = cepvec.kernel(texts, SCHEMA)
+    res = collect(k, batches_of(df, [3]))
+    assert made == [["p", "q"]]
+    for name, text in texts.items():
+        assert_frame_equal(rows_of(res, k, name), cepvec.run(text, df), check_exact=True)
+    made.clear()
+    collect(cepvec.kernel(texts, SCHEMA, sharing="none"), batches_of(df, []))
+    assert made == []

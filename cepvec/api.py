@@ -308,7 +308,7 @@ def _reference_matches(q: Query, prep, limit: int | None, overlap: str = "all") 
     return pl.concat([left, right], how="horizontal")
 
 
-def partition(query, df, *, time_unit: str | None = None, window_block: int | None = None):
+def partition(query, df, *, time_unit: str | None = None, window_block: int | None = None, sharing: str = "auto"):
     """Lay out a Spark DataFrame for ``cepvec.kernel(query, df.schema)`` in ``mapInArrow``.
 
     Repartitions as the query needs (by the GROUP-BY attributes; for SLIDE
@@ -322,13 +322,17 @@ def partition(query, df, *, time_unit: str | None = None, window_block: int | No
 
     Parameters
     ----------
-    query : str or Query
+    query : str, Query, or a workload (dict or list of queries, or Workload)
+        A workload whose queries need one partitioning, for
+        ``cepvec.kernel(workload, df.schema)``.
     df : pyspark.sql.DataFrame
     time_unit : {"s", "ms", "us", "ns"}, optional
         Unit of an integer time column, as in :func:`run`.
     window_block : int, optional
         Windows per replication block (SLIDE without GROUP-BY); pass the same
         value to :func:`kernel`.
+    sharing : {"auto", "none", "greedy", "exhaustive"}
+        For a workload: pass the same value to :func:`kernel`.
 
     Returns
     -------
@@ -341,10 +345,14 @@ def partition(query, df, *, time_unit: str | None = None, window_block: int | No
     ``k = cepvec.kernel(q, df.schema)``, then
     ``cepvec.partition(q, df).mapInArrow(k, k.schema)`` (see ``docs/spark.md``).
     """
-    q = _as_query(query)
     if not _is_spark(df):
         raise CepvecTypeError(f"cepvec.partition takes a Spark DataFrame; found {type(df).__name__}. Local "
                               "frames need no partitioning: use cepvec.run(q, events)")
+    if _is_workload(query):
+        from cepvec.spark_adapter.many import partition_workload  # noqa: PLC0415  (optional dependency)
+
+        return partition_workload(query, df, time_unit=time_unit, sharing=sharing, window_block=window_block)
+    q = _as_query(query)
     from cepvec.spark_adapter import partition as spark_partition  # noqa: PLC0415  (optional dependency)
 
     return spark_partition(q, df, time_unit=time_unit, window_block=window_block)
@@ -382,15 +390,29 @@ def spark_errors():
     return spark_errors_()
 
 
+def _is_workload(query) -> bool:
+    """Many queries: a dict or list of them, or a Workload (cepvec.kernel and cepvec.partition)."""
+    from cepvec.sharing.workload import Workload  # noqa: PLC0415  (the multi-query layer)
+
+    return isinstance(query, (dict, list, tuple, Workload))
+
+
 def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time",
            time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", order: str = "group",
            window_block: int | None = None, output: str = "aggregates", format: str = "long",  # noqa: A002
-           limit: int | None = None):
+           limit: int | None = None, sharing: str = "auto"):
     """A picklable function for ``df.mapInArrow(k, k.schema)``.
 
     Parameters
     ----------
-    query : str or Query
+    query : str, Query, or a workload (dict or list of queries, or Workload)
+        A workload gives one kernel for all its queries (the shared executor
+        for the queries that share, ``docs/sharing.md``): its output has a
+        ``query`` column (the query's name) and the union of the queries'
+        columns (null where a query lacks one). ``schema`` is required, and
+        the queries must need one Spark partitioning (same GROUP-BY
+        attributes; or no GROUP-BY and one SLIDE window; or no GROUP-BY and
+        no SLIDE).
     schema : pyspark StructType, pyarrow.Schema or dict, optional
         The input's schema (``df.schema``). With it the output keeps the
         input's types (group values, integer sums, timestamps); without it,
@@ -414,6 +436,8 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
         are unique across Spark tasks (``docs/matching.md``).
     format, limit
         For ``output="matches"``: as in :func:`matches` (``limit`` per call).
+    sharing : {"auto", "none", "greedy", "exhaustive"}
+        For a workload: as in :func:`run_many`.
 
     Returns
     -------
@@ -443,6 +467,14 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     """
     from cepvec.arrow_kernel import make_kernel
 
+    if _is_workload(query):
+        if output != "aggregates":
+            raise CepvecPlanError(f"a workload kernel computes aggregates; found output={output!r} (matches need "
+                                  "one kernel per query)")
+        from cepvec.workload_kernel import make_workload_kernel  # noqa: PLC0415
+
+        return make_workload_kernel(query, schema=schema, time_unit=time_unit, numeric=numeric, engine=engine,
+                                    sharing=sharing, spark_window_block=window_block)
     if output == "matches":
         from cepvec.match_kernel import make_match_kernel
 
@@ -479,8 +511,10 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     Returns
     -------
     dict of str to polars.DataFrame
-        Per query name exactly the frame ``cepvec.run(query, events)`` returns (for a Spark
-        DataFrame, the Spark DataFrame ``cepvec.run`` returns: one job per query, no sharing).
+        Per query name exactly the frame ``cepvec.run(query, events)`` returns. For a Spark
+        DataFrame, the Spark DataFrame ``cepvec.run`` returns, from one Spark job per group of
+        queries with one partitioning (the shared executor in every task); the dict's
+        ``unpersist()`` frees the jobs' cached results (``docs/sharing.md``).
 
     Raises
     ------
@@ -496,18 +530,12 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     >>> [out[n]["COUNT(*)"].to_list() for n in ("ab", "abc")]
     [[1], [1]]
     """
-    from cepvec.sharing import compile_workload, run_many as run_many_  # noqa: PLC0415  (the multi-query layer)
-    from cepvec.sharing.workload import Workload, named  # noqa: PLC0415
+    from cepvec.sharing import run_many as run_many_  # noqa: PLC0415  (the multi-query layer)
 
-    if _is_spark(events):  # one Spark job per query (no sharing on Spark yet: docs/sharing.md)
-        wl = queries if isinstance(queries, Workload) else compile_workload(queries, sharing)
-        out = {}
-        for name, q in wl.queries.items():
-            try:
-                out[name] = run(q, events, engine=engine, time_unit=time_unit, numeric=numeric)
-            except CepvecError as exc:
-                raise named(exc, name) from None
-        return out
+    if _is_spark(events):  # one Spark job per layout group, the shared executor in each (docs/sharing.md)
+        from cepvec.spark_adapter.many import run_many_spark  # noqa: PLC0415  (optional dependency)
+
+        return run_many_spark(queries, events, sharing=sharing, engine=engine, numeric=numeric, time_unit=time_unit)
     return run_many_(queries, events, sharing=sharing, engine=engine, numeric=numeric, time_unit=time_unit)
 
 

@@ -313,6 +313,39 @@ def process_batches(batches, k: Kernel):
     q = k.query
     choice = choose(q, k.engine, k.input_schema if k.typed else None)
     out_schema = k.arrow_schema
+
+    def open_run(schema, prep: Prepared):
+        nonlocal choice
+        if not k.typed:  # the batch's own types decide (e.g. MIN of a string column)
+            choice = choose(q, k.engine, schema)
+        return choice.open(q, schema, w=prep.w, s=prep.s, numeric=k.numeric)
+
+    def close_run(run, prep: Prepared, block: tuple[int, int] | None) -> list[pa.RecordBatch]:
+        res = keep_block(run.finish(prep), prep, block)
+        return [_to_arrow(res, out_schema)] if len(res) else []
+
+    yield from drive(batches, k, q, open_run, close_run, out_schema)
+
+
+def keep_block(res: pl.DataFrame, prep: Prepared, block: tuple[int, int] | None) -> pl.DataFrame:
+    """The rows of the windows ``block = (first, count)`` (window replication: the block's own windows;
+    the others see only part of their events); ``res`` itself without a block."""
+    if block is None or not len(res):
+        return res
+    first, count = block
+    lo, hi = time_values_to_output([first * prep.s, (first + count) * prep.s], prep.unit, prep.time_dtype)
+    return res.filter((pl.col("window_start") >= lo) & (pl.col("window_start") < hi))
+
+
+def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
+    """Cut one call's batches into runs and yield their result batches (the loop of every aggregate kernel).
+
+    ``k`` is a :class:`Kernel` (or a kernel with the same layout fields), ``q`` the query whose type and
+    time columns and GROUP-BY order the rows. Each run key (a GROUP-BY value or window block, or the whole
+    call with ``order="time"``) gets ``open_run(schema, prep)``; its batches go to ``run.push(df, times)``;
+    when the next key starts or the input ends, ``close_run(run, prep, block)`` gives its result batches
+    (``block``: ``(first window, windows)`` to keep under window replication, else None).
+    """
     batches, layout = _check_tags(batches, k, q)
     order, block_col, block = k.order, k.block_col, k.window_block
     if layout is not None:  # laid out by cepvec.partition: its order and window blocks
@@ -334,27 +367,19 @@ def process_batches(batches, k: Kernel):
                      f"({', '.join(q.group_by or [block_col or ''])}), or let cepvec.partition(q, df) do it")
     seen_groups: set = set()
     cur_key = None
-    cur = None  # the run of the current group (cepvec.paths.base.Run)
+    cur = None  # the run of the current group (cepvec.paths.base.Run, or a workload's run)
     cur_prep: Prepared | None = None
     last_time = None
 
-    def flush():
-        nonlocal cur, cur_prep
+    def flush() -> list[pa.RecordBatch]:
+        nonlocal cur
         if cur is None:
-            return None
-        res = cur.finish(cur_prep)
-        cur = None
-        if block_col is not None and len(res):
-            # keep the block's own windows; the others see only part of their events
-            first = cur_key[-1] * block
-            lo, hi = time_values_to_output([first * cur_prep.s, (first + block) * cur_prep.s],
-                                           cur_prep.unit, cur_prep.time_dtype)
-            res = res.filter((pl.col("window_start") >= lo) & (pl.col("window_start") < hi))
-        if not len(res):
-            return None
-        return _to_arrow(res, out_schema)
+            return []
+        run, cur = cur, None
+        return close_run(run, cur_prep, (cur_key[-1] * block, block) if block_col is not None else None)
 
     n_seen = 0
+    n_out = 0
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -376,10 +401,9 @@ def process_batches(batches, k: Kernel):
             key = tuple(df.row(a, named=True)[g] for g in group) if group else ()
             key = tuple(("NaN",) if isinstance(v, float) and v != v else v for v in key)
             if cur is None or key != cur_key:
-                if cur is not None:
-                    out = flush()
-                    if out is not None:
-                        yield out
+                for out in flush():
+                    n_out += 1
+                    yield out
                 if key in seen_groups:
                     raise CepvecDataError(
                         f"input is not ordered by the GROUP-BY attributes: group {dict(zip(group, key))} "
@@ -387,10 +411,7 @@ def process_batches(batches, k: Kernel):
                 seen_groups.add(key)
                 cur_key = key
                 last_time = None
-                schema = k.input_schema if k.typed else df.schema
-                if not k.typed:  # the batch's own types decide (e.g. MIN of a string column)
-                    choice = choose(q, k.engine, schema)
-                cur = choice.open(q, schema, w=prep.w, s=prep.s, numeric=k.numeric)
+                cur = open_run(k.input_schema if k.typed else df.schema, prep)
                 cur_prep = Prepared(df.head(0), prep.times.head(0), prep.unit, prep.time_dtype, prep.w, prep.s)
             seg_t = times[a:b]
             back = np.diff(seg_t) < 0
@@ -403,10 +424,10 @@ def process_batches(batches, k: Kernel):
             last_time = int(seg_t[-1]) if len(seg_t) else last_time
             cur.push(prep.df[a:b], seg_t)
         n_seen += len(df)
-    out = flush()
-    if out is not None:
+    for out in flush():
+        n_out += 1
         yield out
-    elif n_seen == 0:
+    if n_out == 0 and n_seen == 0:
         # an empty partition gives one empty batch of the output schema
         yield pa.RecordBatch.from_arrays([pa.array([], f.type) for f in out_schema], schema=out_schema)
 

@@ -27,6 +27,11 @@ open window that contains ``t`` and starts at or before pane ``j`` gains
 when a later window takes it, and every open one at the end
 (:func:`emit_open`). Without a window there is one pane and one window.
 
+Local predicates: a trie symbol is an event type with its local predicates
+(``A[price > 10]``); ``pm`` holds one boolean column per distinct predicate
+(computed by the caller, once per batch) and a node whose predicate is false
+for an event is skipped for it, like a node of another type.
+
 Strictly increasing times inside a match:
 
 * within one event, the nodes of its type are visited deepest first
@@ -80,9 +85,12 @@ def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n
 
 
 @jit
-def run_shared(pid, times, codes, type_ptr, type_nodes, parent, leaf_of, qleaf, mode, w, s, g, is_int,
-               C, ctag, mask, W, wtag, slot_k, start, out_q, out_p, out_k, out_v):
+def run_shared(pid, times, codes, pm, type_ptr, type_nodes, node_pred, parent, leaf_of, qleaf, mode, w, s, g,
+               is_int, C, ctag, mask, W, wtag, slot_k, start, out_q, out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
+
+    ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);
+    ``node_pred[node]``: the predicate of a node, -1 for none (the node skips events it rejects).
 
     status 0: every event done; 1: the output buffers are full (call again from the next event
     with emptied or larger buffers); -2: an int64 count overflowed at the next event.
@@ -95,6 +103,7 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, leaf_of, qleaf, 
     Q = len(qleaf)
     cap = len(out_q)
     n_out = 0
+    has_pred = pm.shape[1] > 0
     one = C.dtype.type(1)
     zero = C.dtype.type(0)
     # first pass: which events share their partition's time stamp with an earlier / a later one
@@ -158,6 +167,10 @@ def run_shared(pid, times, codes, type_ptr, type_nodes, parent, leaf_of, qleaf, 
             j_time = t
         for a in range(type_ptr[c], type_ptr[c + 1]):
             node = type_nodes[a]
+            if has_pred:  # loop-invariant: without predicates the check costs nothing per node
+                pr = node_pred[node]
+                if pr >= 0 and not pm[i, pr]:
+                    continue  # the node's local predicate rejects this event
             par = parent[node]
             lf = leaf_of[node]
             if par == 0:

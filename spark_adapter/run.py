@@ -103,19 +103,25 @@ def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | Non
     The schema is validated (and the kernel built) before any Spark job runs.
     """
     plan = partition_plan(q)
-    clash = [c for c in TAG_COLS if c in df.columns]
-    if clash:
-        raise CepvecPlanError(f"the input has a column named {clash[0]!r}, which cepvec uses itself; rename it")
-    if window_block is not None and (not isinstance(window_block, int) or window_block < 1):
-        raise CepvecPlanError(f"window_block must be a positive integer; found {window_block!r}")
+    check_input(df, window_block)
     if q.time_col in df.columns:
         time_in_units(q, df, time_unit)  # a time column of the wrong type, in Spark's terms
     # partitions by key are sorted by time alone: one engine run per partition, however many keys
     k = make_kernel(q, schema=df.schema, time_unit=time_unit, numeric=numeric, engine=engine,
                     spark_window_block=window_block)
-    # only the columns the query reads cross to Python
-    needed = [c for c in df.columns if c in {q.type_col, q.time_col, *q.attributes}]
-    df = df.select(*[_col(c) for c in needed])
+    staged = lay_out(q, df, {q.type_col, q.time_col, *q.attributes}, k, time_unit)
+    return staged, k, plan
+
+
+def lay_out(q: Query, df: DataFrame, columns: set, k, time_unit: str | None) -> DataFrame:
+    """``df`` partitioned as ``q`` needs (:func:`partition_plan`), sorted, tagged for kernel ``k``.
+
+    ``columns``: the columns that cross to Python (those the kernel's queries read); ``k`` gives the tag
+    (``plan_tag``) and the windows per block (``tag_block``). A workload kernel lays out its input by any
+    one of its queries (they all have one layout).
+    """
+    plan = partition_plan(q)
+    df = df.select(*[_col(c) for c in df.columns if c in columns])
     time = _col(q.time_col)
     n = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     if plan.strategy == "key":
@@ -127,8 +133,28 @@ def stage(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str | Non
     else:
         staged = df.repartition(1).sortWithinPartitions(time)
     # tags: the partition each row sits in (evaluated in the same stage as mapInArrow) and the plan
-    staged = staged.withColumn(PART_COL, F.spark_partition_id()).withColumn(PLAN_COL, F.lit(k.plan_tag))
-    return staged, k, plan
+    return staged.withColumn(PART_COL, F.spark_partition_id()).withColumn(PLAN_COL, F.lit(k.plan_tag))
+
+
+def check_input(df: DataFrame, window_block: int | None) -> None:
+    """Driver-side checks of ``cepvec.partition`` and ``cepvec.run`` that do not depend on the query."""
+    clash = [c for c in TAG_COLS if c in df.columns]
+    if clash:
+        raise CepvecPlanError(f"the input has a column named {clash[0]!r}, which cepvec uses itself; rename it")
+    if window_block is not None and (not isinstance(window_block, int) or window_block < 1):
+        raise CepvecPlanError(f"window_block must be a positive integer; found {window_block!r}")
+
+
+def result_order(q: Query, out: DataFrame) -> DataFrame:
+    """``out`` (``q``'s rows) in one partition, ordered like the local result (by group, then time)."""
+    order = [_col(c).asc_nulls_last() for c in q.group_labels]
+    if q.window.kind == "slide":
+        order.append(F.col("window_start"))
+    elif q.window.kind == "emit":
+        order.append(_col(q.time_col))
+    # orderBy would sample the mapInArrow output first and so run every kernel twice;
+    # results are small (one row per group and window): gather them and sort in one task
+    return out.repartition(1).sortWithinPartitions(*order) if order else out
 
 
 def partition(q: Query, df: DataFrame, *, time_unit: str | None = None, window_block: int | None = None) -> DataFrame:
@@ -145,12 +171,4 @@ def run_spark(q: Query, df: DataFrame, *, engine: str = "auto", time_unit: str |
     then time). ``window_block``: see :func:`stage`.
     """
     staged, k, _ = stage(q, df, engine=engine, time_unit=time_unit, numeric=numeric, window_block=window_block)
-    out = staged.mapInArrow(k, k.schema)
-    order = [_col(c).asc_nulls_last() for c in q.group_labels]
-    if q.window.kind == "slide":
-        order.append(F.col("window_start"))
-    elif q.window.kind == "emit":
-        order.append(_col(q.time_col))
-    # orderBy would sample the mapInArrow output first and so run every kernel twice;
-    # results are small (one row per group and window): gather them and sort in one task
-    return out.repartition(1).sortWithinPartitions(*order) if order else out
+    return result_order(q, staged.mapInArrow(k, k.schema))

@@ -306,3 +306,35 @@ def tiny_streams(n_max: int, times=(0, 1, 3), types="ABC", n_min: int = 0):
                 if any(ts[i] == ts[i + 1] and tys[i] > tys[i + 1] for i in range(n - 1)):
                     continue
                 yield list(zip(ts, tys))
+
+
+# --------------------------------------------------------------------------- workloads (run_many)
+SHARED_WINDOWS = ("", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 3", "WITHIN 2 SLIDE 3", "WITHIN 4 SLIDE 2")
+# (RETURN prefix, WHERE items, GROUP-BY clause)
+SHARED_KEYS = (("", (), ""), ("id, ", (), " GROUP-BY id"), ("", ("[id]",), ""), ("x, ", (), " GROUP-BY x"),
+               ("v, ", (), " GROUP-BY v"))
+# local predicates of one position (a small pool, so queries share prefixes with and without them; the stream's
+# x and id have nulls, v has NaN)
+SHARED_PREDICATES = ("", "", "{v}.x > 1", "{v}.x <= 2", "{v}.v < 2.5", "{v}.x > 1 AND {v}.v >= 0", "{v}.id != 0")
+
+
+@st.composite
+def shared_workloads(draw, predicates: bool = True):
+    """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*), one window and key,
+    local predicates on some positions."""
+    window = draw(st.sampled_from(SHARED_WINDOWS))
+    ret, where, key = draw(st.sampled_from(SHARED_KEYS))
+    n = draw(st.integers(2, 5))
+    texts = {}
+    for i in range(n):
+        seq = draw(st.lists(st.sampled_from("ABC"), min_size=1, max_size=4))
+        pattern = seq[0] if len(seq) == 1 else f"SEQ({', '.join(f'{t} v{j}' for j, t in enumerate(seq))})"
+        items = list(where)
+        if predicates:
+            for j in range(len(seq)):
+                pred = draw(st.sampled_from(SHARED_PREDICATES)).format(v=seq[0] if len(seq) == 1 else f"v{j}")
+                if pred:
+                    items.append(pred)
+        cond = f" WHERE {' AND '.join(items)}" if items else ""
+        texts[f"s{i}"] = f"RETURN {ret}COUNT(*) PATTERN {pattern}{cond}{key} {window}".strip()
+    return texts

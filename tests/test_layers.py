@@ -29,7 +29,7 @@ LAYERS = [
     ("physical paths", ["cepvec.paths.*"]),
     ("engine registry", ["cepvec.registry"]),
     ("multi-query", ["cepvec.sharing.*"]),
-    ("arrow kernel", ["cepvec.arrow_kernel", "cepvec.match_kernel", "cepvec.streaming"]),
+    ("arrow kernel", ["cepvec.arrow_kernel", "cepvec.match_kernel", "cepvec.streaming", "cepvec.workload_kernel"]),
     ("explain", ["cepvec.explain"]),
     ("adapters", ["cepvec.spark_adapter.*"]),
     ("public API", ["cepvec.api", "cepvec.warmup", "cepvec.cli", "cepvec.__main__", "cepvec"]),

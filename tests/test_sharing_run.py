@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 
 import cepvec
 from cepvec.sharing.run import run_many as run_many_cut
-from tests.strategies import examples, queries, streams
+from tests.strategies import examples, queries, shared_workloads, streams, sweep_size, tiny_streams
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 MODES = ("none", "auto", "greedy", "exhaustive")
@@ -87,24 +87,6 @@ def test_negative_times_with_slide_fail_as_in_run():
 
 
 # --------------------------------------------------------------------------- the shared executor
-WINDOWS = ("", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 3", "WITHIN 2 SLIDE 3", "WITHIN 4 SLIDE 2")
-KEYS = (("", ""), ("id, ", " GROUP-BY id"), ("", " WHERE [id]"), ("x, ", " GROUP-BY x"), ("v, ", " GROUP-BY v"))
-
-
-@st.composite
-def shared_workloads(draw):
-    """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*), one window and key."""
-    window = draw(st.sampled_from(WINDOWS))
-    ret, key = draw(st.sampled_from(KEYS))
-    n = draw(st.integers(2, 5))
-    texts = {}
-    for i in range(n):
-        seq = draw(st.lists(st.sampled_from("ABC"), min_size=1, max_size=4))
-        pattern = seq[0] if len(seq) == 1 else f"SEQ({', '.join(f'{t} v{j}' for j, t in enumerate(seq))})"
-        texts[f"s{i}"] = f"RETURN {ret}COUNT(*) PATTERN {pattern}{key} {window}".strip()
-    return texts
-
-
 @settings(max_examples=examples(160), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shared_workloads(), streams(types="ABC"), st.sampled_from(MODES[1:]), st.sampled_from(("int64", "float64")),
        st.data())
@@ -140,6 +122,59 @@ def test_shared_executor_on_many_events_and_partitions(window):
     assert set(wl.plan.shared_queries) == set(texts)
     assert_same(cepvec.run_many(wl, ev), texts, ev)
     assert_same(run_many_cut(wl, ev, batches=[1, 999, 1000, 2500]), texts, ev)
+
+
+def test_local_predicates_share_prefixes_where_types_and_predicates_agree():
+    """The trie's symbols are (type, local predicates): SEQ(A[x > 1], B, ...) share their first two nodes,
+    SEQ(A, B) shares nothing with them, and the predicate x > 1 is one mask column for both positions."""
+    from cepvec.sharing.executor import Trie
+    from cepvec.sharing.sequences import steps_of
+
+    texts = {"p1": "RETURN COUNT(*) PATTERN SEQ(A a, B b, C c) WHERE a.x > 1",
+             "p2": "RETURN COUNT(*) PATTERN SEQ(A a, B b, A c) WHERE a.x > 1 AND c.x > 1",
+             "p3": "RETURN COUNT(*) PATTERN SEQ(A a, B b)",
+             "p4": "RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE 1 < a.x AND a.x > 1"}
+    wl = cepvec.workload(texts)
+    assert set(wl.plan.shared_queries) == set(texts)
+    trie = Trie([steps_of(q) for q in wl.queries.values()])
+    # nodes: root, A[x>1], A[x>1]B, ..C, ..A[x>1], A, AB (p4's "1 < x" is another text: its own A node, AB node)
+    assert trie.preds == [("(x > 1)",), ("(1 < x)", "(x > 1)")]
+    assert trie.size == 9
+    assert "(A[(x > 1)], B) for {p1, p2}" in wl.explain()
+    ev = pl.DataFrame({"type": list("ABACABBCA"), "time": list(range(9)), "x": [0, 5, 2, 1, 3, None, 4, 1, 7]})
+    got = cepvec.run_many(wl, ev)
+    assert_same(got, texts, ev)
+    for name, text in texts.items():
+        assert_frame_equal(got[name], alone(text, ev, engine="reference"), check_exact=True)
+    assert got["p1"]["COUNT(*)"].to_list() == [4]  # A at 2 and 4 (x > 1), each with B at 5 or 6, then C at 7
+
+
+PREDICATE_WORKLOAD = {
+    "ab_p": "RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE a.x > 0",
+    "ab": "RETURN COUNT(*) PATTERN SEQ(A a, B b)",
+    "aba_p": "RETURN COUNT(*) PATTERN SEQ(A a, B b, A c) WHERE a.x > 0 AND c.x = 0",
+    "aa_p": "RETURN COUNT(*) PATTERN SEQ(A a, A b) WHERE b.x > 0",
+}
+
+
+@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1"])
+def test_local_predicates_on_every_tiny_stream(window):
+    """Every stream of up to 4 events (5 with --slow) of types A, B at times 0, 1, 3 (ties included), x
+    alternating 0 / 1: a type with and without predicates, two predicates on one type, a type twice."""
+    texts = {n: f"{t} {window}".strip() for n, t in PREDICATE_WORKLOAD.items()}
+    wl = cepvec.workload(texts)
+    assert set(wl.plan.shared_queries) == set(texts)
+    bad = []
+    for ev in tiny_streams(sweep_size(5), types="AB"):
+        df = pl.DataFrame({"time": [t for t, _ in ev], "type": [ty for _, ty in ev],
+                           "x": [i % 2 for i in range(len(ev))]}, schema={"time": pl.Int64, "type": pl.String,
+                                                                        "x": pl.Int64})
+        got = cepvec.run_many(wl, df)
+        for name, text in texts.items():
+            want = alone(text, df, engine="reference")
+            if not got[name].equals(want):
+                bad.append((name, ev, got[name].rows(), want.rows()))
+    assert not bad, f"{len(bad)} differ, e.g. {bad[:3]}"
 
 
 def test_shared_overflow_raises_like_run():

@@ -17,11 +17,17 @@ uniform or Zipf item popularity (``ecommerce_stream``).
 * ``peakmem_*``: peak memory of ``run_many`` and of the per-query loop;
 * ``track_events_per_second``: events / s of ``time_run_many``;
 * ``SharingPlanner.time_plan``: ``cepvec.workload(texts)`` (compile, Sharon
-  graph, pruning, plan finder) for 20 and 120 queries.
+  graph, pruning, plan finder) for 20 and 120 queries;
+* ``SharingPredicates``: the same workload with local predicates
+  (:func:`with_predicates`: a price threshold from a pool of three on the
+  first item of two queries in three, and on the second of one in three), so
+  prefixes are shared where items and predicates agree; ``run_many``,
+  ``sharing="none"`` and ``cepvec.run`` per query, uniform items.
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 import cepvec
@@ -94,3 +100,48 @@ class SharingPlanner:
 
     def time_plan(self, n_queries):
         cepvec.workload(self.texts)
+
+
+#: local predicates of the first and second item (a small pool: queries that agree on them share prefixes)
+FIRST = ("", "e0.price > 100", "e0.price <= 500")
+SECOND = ("", "", "e1.price > 20")
+
+
+def with_predicates(texts: dict[str, str]) -> dict[str, str]:
+    """The e-commerce queries with named positions and local predicates from :data:`FIRST` / :data:`SECOND`."""
+    out = {}
+    for i, (name, text) in enumerate(texts.items()):
+        m = re.fullmatch(r"RETURN customer, COUNT\(\*\) PATTERN SEQ\((.*)\) (GROUP-BY .*)", text)
+        items = m.group(1).split(", ")
+        seq = ", ".join(f"{t} e{j}" for j, t in enumerate(items))
+        preds = [p for p in (FIRST[i % 3], SECOND[(i // 3) % 3]) if p]
+        where = f" WHERE {' AND '.join(preds)}" if preds else ""
+        out[name] = f"RETURN customer, COUNT(*) PATTERN SEQ({seq}){where} {m.group(2)}"
+    return out
+
+
+class SharingPredicates:
+    params = [[20, 120]]
+    param_names = ["n_queries"]
+    timeout = 900
+    number = 1
+    repeat = 3
+
+    def setup(self, n_queries):
+        self.events = events("uniform")
+        self.workload = cepvec.workload(with_predicates(ecommerce_workload(n_queries, seed=SEED)))
+        assert len(self.workload.plan.shared_queries) == n_queries
+        self.queries = list(self.workload.queries.values())
+        small = self.events.head(2000)  # compile / load the kernels
+        cepvec.run_many(self.workload, small)
+        cepvec.run_many(self.workload, small, sharing="none")
+
+    def time_run_many(self, n_queries):
+        cepvec.run_many(self.workload, self.events)
+
+    def time_none(self, n_queries):
+        cepvec.run_many(self.workload, self.events, sharing="none")
+
+    def time_per_query(self, n_queries):
+        for q in self.queries:
+            cepvec.run(q, self.events)

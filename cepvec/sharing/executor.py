@@ -2,11 +2,15 @@
 
 Every query the executor runs (:func:`executor_support`) is a fixed-length
 ``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE`` or no
-window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions). The
-queries of the class become one trie of prefixes (A-Seq section 4's prefix
-sharing): a prefix common to several queries is counted once per event and
-window for all of them. :mod:`cepvec.kernels.sharing` runs the counters;
-this module encodes the batches (type codes, partition ids through
+window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions) and
+local predicates (``WHERE A.price > 10``). The queries of the class become one
+trie of prefixes (A-Seq section 4's prefix sharing) whose symbols are (event
+type, local predicates): a prefix common to several queries, types and
+predicates alike, is counted once per event and window for all of them. Each
+distinct local predicate is evaluated once per batch as a boolean column
+(:func:`cepvec.runtime.polars_expr.predicate_mask`, as the linear path does);
+a node with a predicate skips the events where it does not hold.
+:mod:`cepvec.kernels.sharing` runs the counters; this module encodes the batches (type codes, partition ids through
 :class:`cepvec.runtime.partitions.Partitions`), keeps the state across batches
 (results do not depend on the cuts: the state is per partition and window,
 and equal times are handled inside the kernel) and builds each query's frame
@@ -27,17 +31,20 @@ from cepvec.paths.linear.run import string_views
 from cepvec.plan.ir import Query
 from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
 from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.polars_expr import predicate_mask
 from cepvec.runtime.prepare import Prepared
-from cepvec.sharing.sequences import sequence_of
+from cepvec.sharing.sequences import local_key, positions_of, steps_of
 
 
 class Trie:
-    """The prefixes of the queries' sequences: ``parent`` and last type per node, the last node per query."""
+    """The prefixes of the queries' sequences of steps (event type, local predicate key): ``parent``, event
+    type and predicate per node, the last node per query. Two positions are one step when type and
+    predicates agree, so queries share a prefix only then."""
 
-    def __init__(self, seqs: list[tuple[str, ...]]):
-        self.node_of: dict[tuple[str, ...], int] = {(): 0}
+    def __init__(self, seqs: list[tuple[tuple[str, tuple[str, ...]], ...]]):
+        self.node_of: dict[tuple, int] = {(): 0}
         self.parent = [0]
-        self.last: list[str | None] = [None]
+        self.last: list[tuple[str, tuple[str, ...]] | None] = [None]
         self.leaf = []
         for seq in seqs:
             for j in range(1, len(seq) + 1):
@@ -47,14 +54,28 @@ class Trie:
                     self.parent.append(self.node_of[seq[:j - 1]])
                     self.last.append(seq[j - 1])
             self.leaf.append(self.node_of[seq])
-        self.types = list(dict.fromkeys(t for t in self.last if t is not None))
+        steps = [x for x in self.last if x is not None]
+        self.types = list(dict.fromkeys(t for t, _ in steps))
+        #: distinct local predicate keys (one mask column each, whatever type they are used with)
+        self.preds = list(dict.fromkeys(key for _, key in steps if key))
         code = {t: c for c, t in enumerate(self.types, start=1)}
+        pred = {key: j for j, key in enumerate(self.preds)}
+        self.node_pred = np.full(len(self.parent), -1, np.int64)
+        # per type code: whether a node of it has no predicate, and which predicate columns its nodes use
+        self.code_free = np.zeros(len(self.types) + 1, np.bool_)
+        self.code_preds = np.zeros((len(self.types) + 1, len(self.preds)), np.bool_)
         depth = [0] * len(self.parent)
         for node in range(1, len(self.parent)):
             depth[node] = depth[self.parent[node]] + 1
+            t, key = self.last[node]
+            if key:
+                self.node_pred[node] = pred[key]
+                self.code_preds[code[t], pred[key]] = True
+            else:
+                self.code_free[code[t]] = True
         by_code: list[list[int]] = [[] for _ in range(len(self.types) + 1)]
         for node in sorted(range(1, len(self.parent)), key=lambda x: -depth[x]):  # deepest first (kernel)
-            by_code[code[self.last[node]]].append(node)
+            by_code[code[self.last[node][0]]].append(node)
         self.type_ptr = np.zeros(len(by_code) + 1, np.int64)
         self.type_ptr[1:] = np.cumsum([len(b) for b in by_code])
         self.type_nodes = np.array([x for b in by_code for x in b], np.int64)
@@ -74,7 +95,13 @@ class SharedRun:
         self.q0 = q0 = queries[self.names[0]]
         self.prep = prep
         self.numeric = numeric
-        self.trie = Trie([sequence_of(queries[n]) for n in self.names])
+        self.trie = Trie([steps_of(queries[n]) for n in self.names])
+        # each distinct local predicate once: its conjunction as one Polars boolean expression per batch
+        exprs: dict[tuple[str, ...], tuple] = {}
+        for q in queries.values():
+            for o in positions_of(q):
+                exprs.setdefault(local_key(q, o), q.local.get(o, ()))
+        self.pred_exprs = [predicate_mask(exprs[key]).alias(f"__pred{j}") for j, key in enumerate(self.trie.preds)]
         self.parent = np.array(self.trie.parent, np.int64)
         self.qleaf = np.array(self.trie.leaf, np.int64)
         leaves = sorted(set(self.trie.leaf))
@@ -139,16 +166,23 @@ class SharedRun:
         codes = self._codes(df)
         pid = self._partition_ids(df)
         times = np.asarray(times, dtype=np.int64)
-        keep = np.flatnonzero(codes)
+        if self.pred_exprs:
+            pm = np.ascontiguousarray(df.select(self.pred_exprs).to_numpy().astype(np.bool_, copy=False))
+            # an event is kept when a node of its type has no predicate or one of its type's predicates holds
+            ok = self.trie.code_free[codes] | (pm & self.trie.code_preds[codes]).any(axis=1)
+            keep = np.flatnonzero(ok & (codes != 0))
+        else:
+            pm = np.zeros((len(codes), 0), np.bool_)
+            keep = np.flatnonzero(codes)
         if len(keep) < len(codes):
-            pid, times, codes = pid[keep], times[keep], codes[keep]
+            pid, times, codes, pm = pid[keep], times[keep], codes[keep], pm[keep]
         if self.held is not None:
-            pid, times, codes = (np.concatenate([h, x]) for h, x in zip(self.held, (pid, times, codes)))
+            pid, times, codes, pm = (np.concatenate([h, x]) for h, x in zip(self.held, (pid, times, codes, pm)))
         if not len(times):
             return
         cut = int(np.searchsorted(times, times[-1], side="left"))
-        self.held = (pid[cut:], times[cut:], codes[cut:])
-        self._run(pid[:cut], times[:cut], codes[:cut])
+        self.held = (pid[cut:], times[cut:], codes[cut:], pm[cut:])
+        self._run(pid[:cut], times[:cut], codes[:cut], pm[:cut])
 
     def _partition_ids(self, df: pl.DataFrame) -> np.ndarray:
         """Dense partition ids: a direct table for one null-free integer key of small range (the usual
@@ -172,15 +206,16 @@ class SharedRun:
             self.parts.keys = pl.concat([self.parts.keys, new], how="vertical")
         return ids
 
-    def _run(self, pid, times, codes):
+    def _run(self, pid, times, codes, pm):
         if not len(times):
             return
         if int(pid.max()) >= self.n_part:
             self._grow(int(pid.max()) + 1)
         start = 0
         while True:
-            status, start, n = K.run_shared(pid, times, codes, self.trie.type_ptr, self.trie.type_nodes,
-                                            self.parent, self.leaf_of, self.qleaf, self.mode, self.w, self.s,
+            status, start, n = K.run_shared(pid, times, codes, pm, self.trie.type_ptr, self.trie.type_nodes,
+                                            self.trie.node_pred, self.parent, self.leaf_of, self.qleaf,
+                                            self.mode, self.w, self.s,
                                             self.g, self.dtype is np.int64, *self.state, start, *self.out)
             if n:
                 self.chunks.append(tuple(a[:n].copy() for a in self.out))

@@ -2,10 +2,12 @@
 
 A workload is first split into *sharing classes*: fixed-length ``SEQ`` queries
 of single event types without predicates between events, negation or Kleene,
-that have the same window, GROUP-BY, equivalences and local predicates
-(Section VII: queries with other windows, predicates or grouping do not share
-with each other; the rest of the workload is listed as not sharable). Within a
-class, each query is its sequence of event types, and:
+that have the same window, GROUP-BY and equivalences (Section VII: queries
+with other windows or grouping do not share with each other; the rest of the
+workload is listed as not sharable). Within a class, each query is its
+sequence of *symbols*: an event type with its local predicates (``A[x > 1]``;
+``A`` without one), so a sub-pattern is shared where types and predicates
+agree (Section VII's predicates), and:
 
 * a *sharable pattern* is a contiguous sub-pattern of length > 1 that appears
   in more than one query; with the queries ``Q_p`` that contain it, it is a
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 
 from cepvec.errors import CepvecPlanError
 from cepvec.plan.ir import Query
-from cepvec.sharing.sequences import class_key, executor_support, sequence_of, why_not_sharable
+from cepvec.sharing.sequences import class_key, executor_support, symbols_of, why_not_sharable
 
 DEFAULT_RATE = 100.0
 #: plans per level past which the plan finder finishes a component by branch and bound
@@ -70,7 +72,11 @@ def occurrences(p: tuple[str, ...], seq: tuple[str, ...]) -> list[int]:
 
 
 def _rate(rates, t: str) -> float:
-    return float(rates.get(t, DEFAULT_RATE)) if rates else DEFAULT_RATE
+    """The rate of a symbol: its own, else its event type's (``A[x > 1]``: ``A``; a predicate's
+    selectivity is not known), else :data:`DEFAULT_RATE`."""
+    if not rates:
+        return DEFAULT_RATE
+    return float(rates.get(t, rates.get(t.split("[", 1)[0], DEFAULT_RATE)))
 
 
 def non_shared_cost(seq: tuple[str, ...], rates=None) -> float:
@@ -384,7 +390,7 @@ def plan_workload(queries: dict[str, Query], sharing: str = "auto", rates=None) 
         if why is not None:
             plan.not_sharable[name] = why
             continue
-        classes.setdefault(class_key(q), {})[name] = sequence_of(q)
+        classes.setdefault(class_key(q), {})[name] = symbols_of(q)
     for key, seqs in classes.items():
         plan.classes.append(plan_sequences(seqs, sharing, rates, key))
     if sharing != "none":
@@ -431,7 +437,7 @@ def explain_plan(wl) -> str:
         lines.append(f"  estimated cost (Sharon equations 2-8): {cp.cost_without:g} without sharing, "
                      f"{cp.cost_without - cp.score:g} with")
     for group in plan.shared_groups:
-        seqs = {n: sequence_of(wl.queries[n]) for n in group}
+        seqs = {n: symbols_of(wl.queries[n]) for n in group}
         lines.append(f"shared executor (A-Seq prefix sharing: one trie of prefix counters by start pane): "
                      f"{', '.join(group)}")
         shared = shared_prefixes(seqs)

@@ -16,6 +16,7 @@ import dataclasses
 import polars as pl
 
 from cepvec.errors import CepvecError, CepvecPlanError
+from cepvec.plan.ir import Query
 from cepvec.registry import Choice, choose
 from cepvec.runtime.prepare import Prepared, check_predicate_types, output_schema, prepare
 from cepvec.sharing.executor import SharedRun
@@ -72,42 +73,65 @@ def prepare_workload(wl: Workload, events, *, engine: str = "auto", numeric: str
     return preps, choices
 
 
+class WorkloadRun:
+    """Every query of a workload over one stream of time-ordered batches (``push`` then ``finish``).
+
+    All queries read the same batches (one type and time column pair, one prepared input): one
+    :class:`SharedRun` per group in ``shared`` and one ``Choice.open`` run (the path ``cepvec.run``
+    takes) per other query. ``preps`` gives each query its window in the input's unit and the output
+    conventions. Used by :func:`execute` (local) and by the workload kernel of ``mapInArrow``.
+    """
+
+    def __init__(self, queries: dict[str, Query], preps: dict[str, Prepared], choices: dict[str, Choice], *,
+                 numeric: str = "int64", shared: tuple[tuple[str, ...], ...] = ()):
+        self.names = list(queries)
+        self.preps = preps
+        self.runs: list[tuple[str, object, tuple[str, ...] | None]] = []  # (name for errors, run, shared names)
+        in_shared = set()
+        for names in shared:
+            p = preps[names[0]]
+            self.runs.append((names[0], SharedRun({n: queries[n] for n in names}, p, numeric=numeric), names))
+            in_shared.update(names)
+        for name, q in queries.items():
+            if name not in in_shared:
+                p = preps[name]
+                run = _checked(name, choices[name].open, q, p.df.schema, w=p.w, s=p.s, numeric=numeric)
+                self.runs.append((name, run, None))
+
+    def push(self, df: pl.DataFrame, times) -> None:
+        for name, run, _ in self.runs:
+            _checked(name, run.push, df, times)
+
+    def finish(self) -> dict[str, pl.DataFrame]:
+        """Each query's frame, in the order of ``queries``."""
+        frames: dict[str, pl.DataFrame] = {}
+        for name, run, names in self.runs:
+            if names is not None:
+                frames.update(_checked(name, run.finish))
+            else:
+                frames[name] = _checked(name, run.finish, self.preps[name])
+        return {n: frames[n] for n in self.names}
+
+
 def execute(wl: Workload, preps: dict[str, Prepared], choices: dict[str, Choice], *, numeric: str = "int64",
             shared: tuple[tuple[str, ...], ...] = (), batches: list[int] | None = None) -> dict[str, pl.DataFrame]:
     """Push every batch once to each shared run (one per group in ``shared``) and to one run per other query."""
-    runs = {}
-    groups: dict[int, list] = {}  # id of the prepared frame -> the runs that read it
-    shared_runs = []
-    for names in shared:
+    by_frame: dict[int, list[str]] = {}  # id of the prepared frame -> the queries that read it
+    for name in wl.queries:
+        by_frame.setdefault(id(preps[name].df), []).append(name)
+    frames: dict[str, pl.DataFrame] = {}
+    for names in by_frame.values():
+        members = set(names)
         p = preps[names[0]]
-        shared_runs.append(SharedRun({n: wl.queries[n] for n in names}, p, numeric=numeric))
-        groups.setdefault(id(p.df), [p, []])[1].append(shared_runs[-1])
-    in_shared = {n for names in shared for n in names}
-    for name, q in wl.queries.items():
-        if name in in_shared:
-            continue
-        p = preps[name]
-        run = _checked(name, choices[name].open, q, p.df.schema, w=p.w, s=p.s, numeric=numeric)
-        runs[name] = run
-        groups.setdefault(id(p.df), [p, []])[1].append(run)
-    for p, members in groups.values():
+        run = WorkloadRun({n: wl.queries[n] for n in names}, preps, choices, numeric=numeric,
+                          shared=tuple(g for g in shared if g[0] in members))
         times = p.times.to_numpy()
         cuts = [0] + sorted({c for c in (batches or []) if 0 <= c <= len(p.df)}) + [len(p.df)]
         for a, b in zip(cuts, cuts[1:]):
             if b > a or a == 0:
-                df, t = p.df[a:b], times[a:b]
-                for run in members:
-                    run.push(df, t)
-    out: dict[str, pl.DataFrame] = {}
-    shared_frames = {}
-    for names, run in zip(shared, shared_runs):
-        shared_frames.update(_checked(names[0], run.finish))
-    for name in wl.queries:
-        if name in shared_frames:
-            out[name] = shared_frames[name]
-        else:
-            out[name] = _checked(name, runs[name].finish, preps[name])
-    return out
+                run.push(p.df[a:b], times[a:b])
+        frames.update(run.finish())
+    return {name: frames[name] for name in wl.queries}
 
 
 def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", numeric: str = "int64",
@@ -124,4 +148,4 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     return execute(wl, preps, choices, numeric=numeric, shared=shared, batches=batches)
 
 
-__all__ = ["run_many", "prepare_workload", "execute"]
+__all__ = ["run_many", "prepare_workload", "execute", "WorkloadRun"]

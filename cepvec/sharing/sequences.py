@@ -14,8 +14,8 @@ from cepvec.runtime.prepare import UNIT_NS
 MAX_PANES = 4096
 
 
-def sequence_of(q: Query) -> tuple[str, ...] | None:
-    """The event types of a fixed-length SEQ of single-type occurrences (no negation), else None."""
+def positions_of(q: Query) -> tuple[int, ...] | None:
+    """The occurrence ids of a fixed-length SEQ of single-type occurrences (no negation), else None."""
     if q.negations or q.is_kleene or q.edges:
         return None
     root = q.root
@@ -27,8 +27,38 @@ def sequence_of(q: Query) -> tuple[str, ...] | None:
         occ = q.occs[it.occ]
         if len(occ.types) != 1 or occ.negated:
             return None
-        out.append(occ.types[0])
+        out.append(it.occ)
     return tuple(out)
+
+
+def sequence_of(q: Query) -> tuple[str, ...] | None:
+    """The event types of a fixed-length SEQ of single-type occurrences (no negation), else None."""
+    pos = positions_of(q)
+    return None if pos is None else tuple(q.occs[o].types[0] for o in pos)
+
+
+def local_key(q: Query, occ: int) -> tuple[str, ...]:
+    """The local predicates of occurrence ``occ`` as sorted distinct texts (a conjunction: order and
+    repeats do not matter); ``()`` without one."""
+    return tuple(sorted({render_plan_expr(x) for x in q.local.get(occ, ())}))
+
+
+def steps_of(q: Query) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """Per position of the SEQ its (event type, :func:`local_key`): the trie's symbols, else None."""
+    pos = positions_of(q)
+    return None if pos is None else tuple((q.occs[o].types[0], local_key(q, o)) for o in pos)
+
+
+def symbol(step: tuple[str, tuple[str, ...]]) -> str:
+    """A step as text: ``A``, or ``A[x > 1]`` with a local predicate (the optimizer's and explain's alphabet)."""
+    t, key = step
+    return f"{t}[{' AND '.join(key)}]" if key else t
+
+
+def symbols_of(q: Query) -> tuple[str, ...] | None:
+    """The SEQ as symbols: two positions are the same symbol when type and local predicates agree."""
+    steps = steps_of(q)
+    return None if steps is None else tuple(symbol(x) for x in steps)
 
 
 def why_not_sharable(q: Query) -> str | None:
@@ -62,12 +92,15 @@ def _gcd(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.gcd(a.numerator * b.denominator, b.numerator * a.denominator), a.denominator * b.denominator)
 
 
-def class_key(q: Query) -> tuple:
-    """Queries share only with queries of the same key: window, keys, local predicates, strategy."""
-    local = tuple(sorted((q.occs[o].types[0], tuple(render_plan_expr(x) for x in v)) for o, v in q.local.items() if v))
-    window = (q.window.kind, _duration(q.window.within), _duration(q.window.slide))
-    return (q.type_col, q.time_col, window, q.group_by, q.partition_by, local, q.strategy)
+def window_key(q: Query) -> tuple:
+    """The window of ``q`` with durations compared exactly (``10 min`` equals ``600 s``)."""
+    return (q.window.kind, _duration(q.window.within), _duration(q.window.slide))
 
+
+def class_key(q: Query) -> tuple:
+    """Queries share only with queries of the same key: columns, window, keys, strategy. Local predicates
+    are part of the symbols (:func:`symbols_of`): prefixes share where types and predicates agree."""
+    return (q.type_col, q.time_col, window_key(q), q.group_by, q.partition_by, q.strategy)
 
 
 def executor_support(q: Query) -> str | None:
@@ -85,8 +118,6 @@ def executor_support(q: Query) -> str | None:
                     if panes is not None else "WITHIN and SLIDE mix a bare number and a unit")
     if any(not a.star for a in q.aggs):
         return "aggregates other than COUNT(*)"
-    if any(q.local.values()):
-        return "local predicates"
     if q.strategy != "skip-till-any-match":
         return f"event selection {q.strategy}"
     if q.run_preds:

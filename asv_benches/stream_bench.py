@@ -3,7 +3,7 @@
 Run it from the repository root::
 
     python asv_benches/stream_bench.py                       # 10 micro-batches of 10^5 events, 1,000 groups
-    python asv_benches/stream_bench.py --batches 100 --variants passthrough "cepvec buckets=16"  # 10^7 events
+    python asv_benches/stream_bench.py --batches 100 --variants passthrough "tws buckets=16"  # 10^7 events
     python asv_benches/stream_bench.py --batch 20000 --batches 4   # quick check
 
 It is a script for the reasons ``asv_benches/spark_bench.py`` gives (a JVM per
@@ -29,9 +29,17 @@ Variants, each written to the ``noop`` sink:
 * ``tws-noop``: the alternative stateful API, ``transformWithStateInPandas``
   (RocksDB state store, one value state per key), with the same do-nothing
   function: what that API alone costs;
-* ``cepvec keys``: ``cepvec.stream`` with one state key per GROUP-BY value;
-* ``cepvec buckets=B``: ``cepvec.stream`` with the groups hashed into B
-  state keys.
+* ``tws keys``, ``tws buckets=B``: ``cepvec.stream`` on
+  ``transformWithStateInPandas`` (``state_api``, the default; RocksDB state
+  store) with one state key per GROUP-BY value, or the groups hashed into B
+  state keys;
+* ``apply keys``, ``apply buckets=B``: the same on
+  ``applyInPandasWithState`` (Spark's default HDFS-backed state store, as a
+  user who sets nothing gets it).
+
+Variants on ``applyInPandasWithState`` and the pass-through run on the
+HDFS-backed state store, the ``transformWithStateInPandas`` ones on RocksDB
+(the session's provider is set before each variant starts).
 
 Reported per variant: events per second over the micro-batches after the
 first (the first pays Python worker start-up and the Numba cache load; the
@@ -104,11 +112,17 @@ def _tws_noop_processor():
     return Noop()
 
 
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+
 def build(spark, variant: str, src):
     from pyspark.sql import functions as F
 
     import cepvec
 
+    tws = variant.startswith("tws")
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB if tws else HDFS)
     if variant == "passthrough":
         return src.select("type", "time", "id")
     if variant == "state-noop":
@@ -116,16 +130,13 @@ def build(spark, variant: str, src):
         return staged.groupBy("id").applyInPandasWithState(state_noop, "n BIGINT", "x BIGINT", "append",
                                                            "EventTimeTimeout")
     if variant == "tws-noop":
-        spark.conf.set("spark.sql.streaming.stateStore.providerClass",
-                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         staged = src.withColumn("__ts", F.timestamp_seconds("time")).withWatermark("__ts", "10 seconds")
         return staged.groupBy("id").transformWithStateInPandas(
             statefulProcessor=_tws_noop_processor(), outputStructType="x BIGINT", outputMode="Append",
             timeMode="EventTime")
-    if variant == "cepvec keys":
-        return cepvec.stream(QUERY, src, watermark="10 s", buckets=None)
-    b = int(variant.split("=")[1])
-    return cepvec.stream(QUERY, src, watermark="10 s", buckets=b)
+    api = "transformWithStateInPandas" if tws else "applyInPandasWithState"
+    buckets = None if variant.endswith(" keys") else int(variant.split("=")[1])
+    return cepvec.stream(QUERY, src, watermark="10 s", buckets=buckets, state_api=api)
 
 
 def measure(spark, variant: str, folder: str, work: str, events_per_batch: int) -> dict:
@@ -141,7 +152,9 @@ def measure(spark, variant: str, folder: str, work: str, events_per_batch: int) 
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in prog]
     steady = durations[1:] or durations
     rows = sum(p["numInputRows"] for p in prog[1:]) if len(prog) > 1 else sum(p["numInputRows"] for p in prog)
-    state = [(p["stateOperators"][0]["numRowsTotal"], p["stateOperators"][0]["memoryUsedBytes"])
+    # rows, bytes in memory (HDFS-backed store: the last versions' maps) and, RocksDB, the SST files' bytes
+    state = [(p["stateOperators"][0]["numRowsTotal"], p["stateOperators"][0]["memoryUsedBytes"],
+              p["stateOperators"][0].get("customMetrics", {}).get("rocksdbSstFileSize"))
              for p in q.recentProgress if p["stateOperators"]]
     total = sum(p["numInputRows"] for p in prog)
     return {"variant": variant, "wall": wall, "wall_events_per_s": total / wall, "events_per_s": rows / sum(steady), "median_batch_s":
@@ -155,7 +168,8 @@ def main(argv=None) -> None:
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--variants", nargs="*",
-                    default=["passthrough", "state-noop", "cepvec buckets=16", "cepvec buckets=4", "cepvec keys"])
+                    default=["passthrough", "state-noop", "tws-noop", "apply buckets=16", "tws buckets=16", "apply keys",
+                             "tws keys"])
     args = ap.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -181,7 +195,8 @@ def main(argv=None) -> None:
         if r["state"]:
             sizes = r["state"]
             pick = sizes if len(sizes) <= 12 else sizes[:: max(1, len(sizes) // 12)] + [sizes[-1]]
-            print("   state rows/bytes per batch:", " ".join(f"{n}/{b}" for n, b in pick), flush=True)
+            print("   state rows/memory bytes[/SST bytes] per batch:",
+                  " ".join(f"{n}/{b}" + (f"/{sst}" if sst is not None else "") for n, b, sst in pick), flush=True)
     base = results[0]["events_per_s"]
     for r in results[1:]:
         print(f"{results[0]['variant']} / {r['variant']}: {base / r['events_per_s']:.2f}x")

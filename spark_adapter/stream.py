@@ -2,14 +2,22 @@
 
 Stages the events (the query's columns, the time as a BIGINT in the kernel's
 unit, an event-time column for the watermark, the state key), runs
-:func:`cepvec.streaming.advance` per state key through
-``applyInPandasWithState`` with an event-time timeout, and turns the times
-back into the input's types. All semantics live in :mod:`cepvec.streaming`
-and the batch engines; see ``docs/streaming.md``.
+:func:`cepvec.streaming.advance` per state key through one of Spark's two
+stateful Python APIs, and turns the times back into the input's types:
+
+* ``transformWithStateInPandas`` (default): :class:`StreamProcessor`, one
+  value state and one event-time timer per key (RocksDB state store);
+* ``applyInPandasWithState``: :func:`stream_step`, the state tuple and an
+  event-time timeout per key (any state store).
+
+Both call the same step and keep the same state, so they give the same rows.
+All semantics live in :mod:`cepvec.streaming` and the batch engines; see
+``docs/streaming.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -17,13 +25,14 @@ import polars as pl
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.streaming import StatefulProcessor
 
 from cepvec.arrow_kernel import TAG_COLS, _spark_type, make_kernel
 from cepvec.errors import CepvecPlanError, CepvecTypeError
 from cepvec.plan.ir import Query
 from cepvec.runtime.prepare import output_schema
-from cepvec.streaming import LATE, StreamPlan, advance, from_bytes, initial_done, parse_delay, refuse_unbounded, \
-    to_bytes, wake_ms
+from cepvec.streaming import LATE, Step, StreamPlan, advance, empty_events, from_bytes, initial_done, parse_delay, \
+    refuse_unbounded, stream_block, to_bytes, wake_ms
 
 from .run import _col, time_in_units
 
@@ -31,14 +40,21 @@ KEY_COL = "__cepvec_key"
 TS_COL = "__cepvec_ts"  # the event time as a TIMESTAMP: the watermark column
 KIND_COL = "__cepvec_kind"  # 0: a result row, 1: the number of late events of a call, 2: a late event (late="side")
 NLATE_COL = "__cepvec_nlate"
+HOME_COL = "__cepvec_home"  # window-block keys: the copy of an event in its home block (late events count there)
 EV_PREFIX = "__cepvec_ev_"  # late="side": the late event's columns
 STATE_DDL = "done BIGINT, buffer BINARY"
+TWS_STATE_DDL = "done BIGINT, buffer BINARY, timer BIGINT"  # timer: the key's registered event-time timer (ms)
+APIS = ("transformWithStateInPandas", "applyInPandasWithState")
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"  # Spark's default
 OBSERVATION = "cepvec"  # query.lastProgress["observedMetrics"]["cepvec"]["late_events"]
 GUARD_FILE = "cepvec-stream.json"
 # GROUP-BY queries: state keys per stream. One key per GROUP-BY value pays the stateful Python API's per-key
 # call and one engine run per value and micro-batch: with 1,000 groups it was ~2x slower than 8 buckets at 2*10^4
 # events per micro-batch and on par at 10^5 (docs/streaming.md, "Measured"); buckets never lost.
 DEFAULT_BUCKETS = 16
+DEFAULT_API = "transformWithStateInPandas"
 
 
 def _ts(t: Column, unit: str) -> Column:
@@ -73,6 +89,8 @@ def _guard(checkpoint: str, info: dict) -> None:
     if os.path.exists(f):
         with open(f) as fh:
             old = json.load(fh)
+        old.setdefault("state_api", "applyInPandasWithState")  # written before there was a choice
+        old.setdefault("block", 0)  # written before keyless SLIDE queries had window blocks
         diff = sorted(k for k in info if old.get(k) != info[k])
         if diff:
             raise CepvecPlanError(
@@ -96,42 +114,169 @@ def _pandas(df: pl.DataFrame):
     return df.to_arrow().to_pandas(types_mapper=ints.get)
 
 
+def _frame(p, cols: list[str], plan: StreamPlan) -> pl.DataFrame:
+    """A pandas chunk of a key's input as a Polars frame: the query's columns (the chunk's first ones) in the
+    plan's types, and with window-block keys the home flag (the next column)."""
+    names = [*cols, HOME_COL] if plan.block else cols
+    df = pl.from_pandas(p.iloc[:, :len(names)].set_axis(names, axis=1))
+    return df.cast({**plan.schema, HOME_COL: pl.Boolean} if plan.block else plan.schema)
+
+
+def _new_events(chunks, cols: list[str], plan: StreamPlan) -> pl.DataFrame:
+    parts = [_frame(p, cols, plan) for p in chunks if len(p)]
+    return pl.concat(parts) if parts else empty_events(plan)
+
+
+def _key_block(key, plan: StreamPlan) -> int | None:
+    return int(key[0]) if plan.block else None
+
+
+def step_output(res: Step, cols: list[str], out_cols: list[str], ev_cols: list[str]):
+    """The pandas frame one key yields for one micro-batch (result rows, the late count, late events), or None.
+
+    With window-block keys an event reaches several keys; it is counted (and
+    sent to the side output) by its home key only.
+    """
+    frames = []
+    late = res.late.filter(pl.col(HOME_COL)) if HOME_COL in res.late.columns else res.late
+    if len(res.rows):
+        frames.append(res.rows.select(out_cols).with_columns(pl.lit(0, pl.Int32).alias(KIND_COL)))
+    if len(late):
+        frames.append(pl.DataFrame({KIND_COL: [1], NLATE_COL: [len(late)]},
+                                   schema={KIND_COL: pl.Int32, NLATE_COL: pl.Int64}))
+        if ev_cols:
+            ev = late.select(cols).rename(dict(zip(cols, ev_cols)))
+            frames.append(ev.with_columns(pl.lit(2, pl.Int32).alias(KIND_COL)))
+    if not frames:
+        return None
+    names = [*out_cols, KIND_COL, NLATE_COL, *ev_cols]
+    out = pl.concat(frames, how="diagonal_relaxed")  # every column of the declared schema (missing ones null)
+    return _pandas(out.select([pl.col(c) if c in out.columns else pl.lit(None).alias(c) for c in names]))
+
+
 def stream_step(plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols: list[str]):
     """The ``applyInPandasWithState`` function: one state key's micro-batch (:func:`cepvec.streaming.advance`)."""
 
-    names = [*out_cols, KIND_COL, NLATE_COL, *ev_cols]
-
     def step(key, pdfs, state):  # pragma: no cover - runs in the Spark Python workers
         wm = state.getCurrentWatermarkMs()
-        done, data = state.get if state.exists else (initial_done(plan), None)
-        parts = [pl.from_pandas(p[cols]) for p in pdfs if len(p)]
-        schema = plan.schema
-        new = pl.concat([p.cast(schema) for p in parts]) if parts else pl.DataFrame(schema=schema)
-        res = advance(plan, from_bytes(data, plan), done, new, wm)
-        frames = []
-        if len(res.rows):
-            frames.append(res.rows.select(out_cols).with_columns(pl.lit(0, pl.Int32).alias(KIND_COL)))
-        if len(res.late):
-            frames.append(pl.DataFrame({KIND_COL: [1], NLATE_COL: [len(res.late)]},
-                                       schema={KIND_COL: pl.Int32, NLATE_COL: pl.Int64}))
-            if plan.late == "side":
-                ev = res.late.select(cols).rename(dict(zip(cols, ev_cols)))
-                frames.append(ev.with_columns(pl.lit(2, pl.Int32).alias(KIND_COL)))
+        block = _key_block(key, plan)
+        done, data = state.get if state.exists else (initial_done(plan, block), None)
+        res = advance(plan, from_bytes(data, plan), done, _new_events(pdfs, cols, plan), wm, block)
         if res.wake is None:
             state.remove()
         else:
             state.update((res.done, to_bytes(res.buffer)))
             state.setTimeoutTimestamp(max(wake_ms(res.wake, plan.unit), wm, 1))
-        if frames:  # one frame with every column of the declared schema (missing ones null)
-            out = pl.concat(frames, how="diagonal_relaxed")
-            yield _pandas(out.select([pl.col(c) if c in out.columns else pl.lit(None).alias(c) for c in names]))
+        out = step_output(res, cols, out_cols, ev_cols)
+        if out is not None:
+            yield out
 
     return step
 
 
+class StreamProcessor(StatefulProcessor):
+    """The ``transformWithStateInPandas`` processor: one state key's micro-batch (:func:`cepvec.streaming.advance`).
+
+    A key keeps one value state ``(done, buffer, timer)`` and at most one
+    event-time timer, ``timer``. Spark fires a timer once the watermark
+    reaches its time (``expiry <= watermark``); the key's next row is final
+    once the watermark passes ``wake_ms(wake)``, so the timer is set one
+    millisecond later, and always after the current watermark (a timer at or
+    below it would fire again in this micro-batch). Within a micro-batch
+    Spark runs the keys with new events first, then the expired timers: a
+    key with both advances once (its expired timer is deleted with the
+    input) and its timer does not fire.
+    """
+
+    def __init__(self, plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols: list[str]):
+        self.plan, self.cols, self.out_cols, self.ev_cols = plan, cols, out_cols, ev_cols
+
+    def init(self, handle) -> None:  # pragma: no cover - runs in the Spark Python workers
+        self.handle = handle
+        self.state = handle.getValueState("cepvec", TWS_STATE_DDL)
+
+    def handleInputRows(self, key, rows, timerValues):  # pragma: no cover - runs in the Spark Python workers
+        new = _new_events(rows, self.cols, self.plan)
+        yield from self._advance(key, new, timerValues.getCurrentWatermarkInMs(), fired=None)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # pragma: no cover - Spark Python workers
+        yield from self._advance(key, empty_events(self.plan), timerValues.getCurrentWatermarkInMs(),
+                                 fired=expiredTimerInfo.getExpiryTimeInMs())
+
+    def _advance(self, key, new: pl.DataFrame, wm: int, fired: int | None):  # pragma: no cover - Spark workers
+        plan = self.plan
+        block = _key_block(key, plan)
+        old = self.state.get()
+        done, data, timer = old if old is not None else (initial_done(plan, block), None, None)
+        res = advance(plan, from_bytes(data, plan), done, new, wm, block)
+        nxt = None if res.wake is None else max(wake_ms(res.wake, plan.unit) + 1, wm + 1)
+        if timer is not None and timer != nxt and timer != fired:  # Spark deletes a fired timer itself
+            self.handle.deleteTimer(timer)
+        if nxt is None:
+            self.state.clear()
+        else:
+            if nxt != timer:
+                self.handle.registerTimer(nxt)
+            self.state.update((res.done, to_bytes(res.buffer), nxt))
+        out = step_output(res, self.cols, self.out_cols, self.ev_cols)
+        if out is not None:
+            yield out
+
+    def close(self) -> None:
+        pass
+
+
+def use_rocksdb(df: DataFrame) -> None:
+    """``transformWithStateInPandas`` runs only on the RocksDB state store: set it where Spark's default is set.
+
+    The provider is a session setting that Spark records in a query's
+    checkpoint when the query first starts; queries already started (or
+    restarted from their checkpoints) keep theirs. A provider other than the
+    default that the user chose is not overridden.
+    """
+    conf = df.sparkSession.conf
+    current = conf.get(PROVIDER_CONF, HDFS)
+    if current == ROCKSDB:
+        return
+    if current != HDFS:
+        raise CepvecPlanError(
+            f"cepvec.stream(..., state_api='transformWithStateInPandas') needs the RocksDB state store, but this "
+            f"session sets {PROVIDER_CONF} = {current!r}. Set it to {ROCKSDB!r} before starting the query, or pass "
+            "state_api='applyInPandasWithState', which runs on any state store")
+    conf.set(PROVIDER_CONF, ROCKSDB)
+
+
+def _block_keys(staged: DataFrame, time_col: str, plan: StreamPlan) -> DataFrame:
+    """A copy of each event per block of ``plan.block`` windows with a window that contains it (KEY_COL = the
+    block), and HOME_COL true on the copy in :func:`cepvec.streaming.block_of` (where a late event is counted).
+
+    The windows ``k >= 0`` with ``k*s <= t < k*s + w`` run from ``max(0, floor((t - w) / s) + 1)`` to
+    ``floor(t / s)``, as in :func:`cepvec.spark_adapter.run.replicate_to_blocks`; an event in no window (a gap,
+    ``s > w``, or before time 0) goes to its home block alone. Integer arithmetic throughout.
+    """
+    w, s, b = plan.w, plan.s, plan.block
+    kmin = f"greatest(0L, ((__cepvec_t - {w}L) - pmod(__cepvec_t - {w}L, {s}L)) div {s}L + 1L)"
+    kmax = f"((__cepvec_t - pmod(__cepvec_t, {s}L)) div {s}L)"
+    home = f"greatest(0L, {kmax} div {b}L)"
+    blocks = (f"CASE WHEN __cepvec_t >= 0 AND {kmin} <= {kmax} THEN sequence({kmin} div {b}L, {kmax} div {b}L) "
+              f"ELSE array({home}) END")
+    out = staged.withColumn("__cepvec_t", _col(time_col).cast("long"))
+    out = out.withColumn(KEY_COL, F.explode(F.expr(blocks))).withColumn(HOME_COL, F.col(KEY_COL) == F.expr(home))
+    return out.drop("__cepvec_t")
+
+
+def _need_protobuf() -> None:
+    try:
+        import google.protobuf  # noqa: F401, PLC0415  (transformWithStateInPandas talks to the JVM in protobuf)
+    except ImportError as e:
+        raise ImportError("cepvec.stream with state_api='transformWithStateInPandas' needs protobuf in the Python "
+                          "environment of the driver and the workers: pip install 'cepvec[spark]' (or protobuf); "
+                          "or pass state_api='applyInPandasWithState'") from e
+
+
 def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
                  time_unit: str | None = None, numeric: str = "int64", engine: str = "auto",
-                 buckets: int | None = DEFAULT_BUCKETS) -> DataFrame:
+                 buckets: int | None = DEFAULT_BUCKETS, state_api: str = DEFAULT_API) -> DataFrame:
     """See :func:`cepvec.stream`."""
     if not df.isStreaming:
         raise CepvecTypeError("cepvec.stream takes a streaming DataFrame (spark.readStream...); for a static "
@@ -141,6 +286,10 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
         raise CepvecPlanError(f"late must be one of {', '.join(map(repr, LATE))}; found {late!r}")
     if buckets is not None and (not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1):
         raise CepvecPlanError(f"buckets must be a positive integer or None; found {buckets!r}")
+    if state_api not in APIS:
+        raise CepvecPlanError(f"state_api must be one of {', '.join(map(repr, APIS))}; found {state_api!r}")
+    if state_api == "transformWithStateInPandas":
+        _need_protobuf()
     clash = [c for c in df.columns if c in TAG_COLS or c.startswith("__cepvec_")]
     if clash:
         raise CepvecPlanError(f"the input has a column named {clash[0]!r}, which cepvec uses itself; rename it")
@@ -153,9 +302,12 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
     cols = [c for c in df.columns if c in k.input_schema]
     types = {c: (pl.Int64 if c == q.time_col else k.input_schema[c]) for c in cols}
     plan = StreamPlan(q.text, q.type_col, q.time_col, unit, numeric, engine, tuple(types.items()), late)
+    if q.window.kind == "slide" and not q.group_by:
+        plan = dataclasses.replace(plan, block=stream_block(plan.w, plan.s))
     if checkpoint is not None:
         _guard(str(checkpoint), {"query": q.text, "type_col": q.type_col, "time_col": q.time_col, "unit": unit,
-                                 "numeric": numeric, "engine": engine, "buckets": buckets})
+                                 "numeric": numeric, "engine": engine, "buckets": buckets,
+                                 "block": plan.block, "state_api": state_api})
     fn_types = output_schema(q, types, pl.Int64, numeric)  # what the function yields: times as BIGINT
     final_types = k.output_polars_schema  # what cepvec.run gives
     out_cols = list(fn_types)
@@ -172,12 +324,24 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
         keys = [KEY_COL]
     elif q.group_by:
         keys = list(q.group_by)
-    else:  # no GROUP-BY: the rows combine every partition, one state key
+    elif plan.block:  # SLIDE, no GROUP-BY: a state key per block of windows
+        staged = _block_keys(staged, q.time_col, plan)
+        keys = [KEY_COL]
+    else:  # EMIT CHANGES, no GROUP-BY: the rows combine every partition, one state key
         staged = staged.withColumn(KEY_COL, F.lit(0))
         keys = [KEY_COL]
-    step = stream_step(plan, cols, out_cols, ev_cols if late == "side" else [])
-    out = staged.groupBy(*[_col(c) for c in keys]).applyInPandasWithState(
-        step, fn_ddl, STATE_DDL, "append", "EventTimeTimeout")
+    front = [*cols, HOME_COL] if plan.block else cols  # what the step reads by position (_frame)
+    rest = [c for c in staged.columns if c not in front and not (c == TS_COL and os.environ.get("CEPVEC_NOTS"))]
+    staged = staged.select(*[_col(c) for c in front], *[_col(c) for c in rest])
+    side = ev_cols if late == "side" else []
+    grouped = staged.groupBy(*[_col(c) for c in keys])
+    if state_api == "transformWithStateInPandas":
+        use_rocksdb(df)
+        out = grouped.transformWithStateInPandas(statefulProcessor=StreamProcessor(plan, cols, out_cols, side),
+                                                 outputStructType=fn_ddl, outputMode="Append", timeMode="EventTime")
+    else:
+        out = grouped.applyInPandasWithState(stream_step(plan, cols, out_cols, side), fn_ddl, STATE_DDL, "append",
+                                             "EventTimeTimeout")
     out = out.observe(OBSERVATION, F.coalesce(F.sum(NLATE_COL), F.lit(0)).cast("long").alias("late_events"))
     result = [_back(c, final_types[c]) for c in out_cols]
     kind = F.col(KIND_COL)

@@ -25,7 +25,10 @@ from pyspark.errors import StreamingQueryException  # noqa: E402
 
 import cepvec  # noqa: E402
 
-from .stream_sim import QUERIES, events, feeds, flush_event, split_late, write_batches  # noqa: E402
+from .stream_sim import QUERIES, events, feeds, flush_event, split_late, watermarks, write_batches  # noqa: E402
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")]
 
@@ -64,10 +67,15 @@ def same_rows(got: pl.DataFrame, want: pl.DataFrame):
     assert_frame_equal(got.select(cols).sort(cols), want.sort(cols), check_dtypes=False)
 
 
+APPLY = "applyInPandasWithState"
+
+
 def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
     """A-Seq GROUP-BY (a state key per id), GRETA Kleene with an edge predicate (hash buckets; stopped after two
-    micro-batches and restarted from its checkpoint with the rest), negation without GROUP-BY (late events as a
-    side output), EMIT CHANGES on a timestamp column: four streams side by side."""
+    micro-batches, which leaves the windows the watermark has not passed unwritten, and restarted from its
+    checkpoint with the rest), negation without GROUP-BY (window-block keys, late events as a side output), EMIT
+    CHANGES on a timestamp column: four streams side by side, on transformWithStateInPandas (the default) except
+    A-Seq and EMIT CHANGES, which run on applyInPandasWithState."""
     batches = stream_batches(14)
     kept, late = split_late(batches, DELAY_S * 1000)
     assert len(late) >= 3 and len(kept) + len(late) == sum(map(len, batches))
@@ -76,8 +84,8 @@ def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
     write_batches([b.with_columns(pl.from_epoch("time", "s").dt.replace_time_zone("UTC")) for b in batches],
                   tmp_path / "in_emit")
     ts_schema = SCHEMA.replace("time BIGINT", "time TIMESTAMP")
-    runs = {"aseq": dict(buckets=None), "kleene": dict(buckets=3, checkpoint=str(tmp_path / "ck_kleene")),
-            "negation": dict(late="side"), "emit": {}}
+    runs = {"aseq": dict(buckets=None, state_api=APPLY), "kleene": dict(buckets=3, checkpoint=str(tmp_path / "ck_kleene")),
+            "negation": dict(late="side"), "emit": dict(state_api=APPLY)}
 
     def run(name):
         src = source(spark, tmp_path / ("in_" + name if name in ("kleene", "emit") else "in"),
@@ -88,8 +96,13 @@ def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
     queries = {name: run(name) for name in runs}
     for query in queries.values():
         query.awaitTermination()
+    # the stream stopped: rows are written for exactly the windows the last watermark passed (window_end - 1 at
+    # or below it, in seconds); the later windows stay open in the state
+    first = read(spark, tmp_path / "out_kleene")
+    closed = watermarks(batches[:2], DELAY_S * 1000)[-1] // 1000
+    same_rows(first, cepvec.run(QUERIES["kleene"], kept).filter(pl.col("window_end") - 1 <= closed))
+    n_first = len(first)
     # restart: the rest of the Kleene stream's files, the same checkpoint
-    n_first = len(read(spark, tmp_path / "out_kleene"))
     write_batches(batches[2:], tmp_path / "in_kleene", start=2)
     restarted = run("kleene")
     restarted.awaitTermination()
@@ -120,6 +133,9 @@ def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
         cepvec.stream(other, src, **runs["kleene"])
     with pytest.raises(cepvec.CepvecPlanError, match="another buckets .*3 there, 4 now"):
         cepvec.stream(QUERIES["kleene"], src, **{**runs["kleene"], "buckets": 4})
+    with pytest.raises(cepvec.CepvecPlanError, match="another state_api .*'transformWithStateInPandas' there, "
+                                                     "'applyInPandasWithState' now"):
+        cepvec.stream(QUERIES["kleene"], src, **{**runs["kleene"], "state_api": APPLY})
 
 
 def test_a_failed_micro_batch_is_rerun_from_the_checkpoint(spark, tmp_path):
@@ -154,3 +170,28 @@ def test_refusals(spark, tmp_path):
         cepvec.stream(QUERIES["aseq"], spark.read.parquet(str(tmp_path / "in")))
     with pytest.raises(cepvec.CepvecPlanError, match="late must be one of 'drop', 'error', 'side'"):
         cepvec.stream(QUERIES["aseq"], src, late="keep")
+    with pytest.raises(cepvec.CepvecPlanError, match="state_api must be one of 'transformWithStateInPandas', "
+                                                     "'applyInPandasWithState'; found 'mapGroupsWithState'"):
+        cepvec.stream(QUERIES["aseq"], src, state_api="mapGroupsWithState")
+
+
+def test_the_rocksdb_state_store_is_set_unless_the_user_chose_another(spark, tmp_path):
+    """transformWithStateInPandas runs only on RocksDB: cepvec.stream sets it where Spark's default is, and
+    refuses (naming both ways out) a provider the user chose; applyInPandasWithState takes any."""
+    write_batches([events(1, n=5)], tmp_path / "in")
+    src = source(spark, tmp_path / "in")
+    key = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(key)
+    try:
+        spark.conf.set(key, HDFS)
+        cepvec.stream(QUERIES["aseq"], src, state_api=APPLY)
+        assert spark.conf.get(key) == HDFS
+        cepvec.stream(QUERIES["aseq"], src)
+        assert spark.conf.get(key) == ROCKSDB
+        spark.conf.set(key, "com.example.MyStateStoreProvider")
+        with pytest.raises(cepvec.CepvecPlanError, match="needs the RocksDB state store, but this session sets .*"
+                                                         "com.example.MyStateStoreProvider.*state_api="):
+            cepvec.stream(QUERIES["aseq"], src)
+        cepvec.stream(QUERIES["aseq"], src, state_api=APPLY)
+    finally:
+        spark.conf.set(key, before)

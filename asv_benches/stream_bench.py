@@ -67,6 +67,8 @@ import numpy as np
 import polars as pl
 
 QUERY = "RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 60 s SLIDE 10 s"
+# --keyless: the same pattern without GROUP-BY (one row per window; state keys are blocks of windows)
+KEYLESS = "RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] WITHIN 60 s SLIDE 10 s"
 SCHEMA = "type STRING, time BIGINT, id BIGINT"
 
 
@@ -116,7 +118,7 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 
-def build(spark, variant: str, src):
+def build(spark, variant: str, src, query: str = QUERY):
     from pyspark.sql import functions as F
 
     import cepvec
@@ -136,15 +138,15 @@ def build(spark, variant: str, src):
             timeMode="EventTime")
     api = "transformWithStateInPandas" if tws else "applyInPandasWithState"
     buckets = None if variant.endswith(" keys") else int(variant.split("=")[1])
-    return cepvec.stream(QUERY, src, watermark="10 s", buckets=buckets, state_api=api)
+    return cepvec.stream(query, src, watermark="10 s", buckets=buckets, state_api=api)
 
 
-def measure(spark, variant: str, folder: str, work: str, events_per_batch: int) -> dict:
+def measure(spark, variant: str, folder: str, work: str, events_per_batch: int, query: str = QUERY) -> dict:
     src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(folder)
     ck = os.path.join(work, "ck-" + variant.replace(" ", "-").replace("=", ""))
     shutil.rmtree(ck, ignore_errors=True)
     t0 = time.perf_counter()
-    q = (build(spark, variant, src).writeStream.format("noop").option("checkpointLocation", ck)
+    q = (build(spark, variant, src, query).writeStream.format("noop").option("checkpointLocation", ck)
          .trigger(availableNow=True).start())
     q.awaitTermination()
     wall = time.perf_counter() - t0
@@ -167,6 +169,7 @@ def main(argv=None) -> None:
     ap.add_argument("--batches", type=int, default=10)
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--keyless", action="store_true", help="the query without GROUP-BY (window-block state keys)")
     ap.add_argument("--variants", nargs="*",
                     default=["passthrough", "state-noop", "tws-noop", "apply buckets=16", "tws buckets=16", "apply keys",
                              "tws keys"])
@@ -187,7 +190,7 @@ def main(argv=None) -> None:
           f"load {os.getloadavg()}", flush=True)
     results = []
     for v in args.variants:
-        r = measure(spark, v, folder, work, args.batch)
+        r = measure(spark, v, folder, work, args.batch, KEYLESS if args.keyless else QUERY)
         results.append(r)
         print(f"{v:18s} {r['events_per_s']:>12,.0f} events/s  ({r['wall_events_per_s']:,.0f} by wall)  median batch {r['median_batch_s']:.2f} s  "
               f"first batch {r['first_batch_s']:.2f} s  wall {r['wall']:.1f} s  load {os.getloadavg()[0]:.1f}",

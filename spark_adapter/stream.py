@@ -331,7 +331,10 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
         staged = staged.withColumn(KEY_COL, F.lit(0))
         keys = [KEY_COL]
     front = [*cols, HOME_COL] if plan.block else cols  # what the step reads by position (_frame)
-    rest = [c for c in staged.columns if c not in front and not (c == TS_COL and os.environ.get("CEPVEC_NOTS"))]
+    # transformWithStateInPandas takes the watermark from the withWatermark above and needs no event-time
+    # column (without one, Spark filters no late events: "Spark's late-event filter" in docs/streaming.md);
+    # not sending it saves converting a timestamp per event in its Python worker
+    rest = [c for c in staged.columns if c not in front and not (c == TS_COL and state_api == APIS[0])]
     staged = staged.select(*[_col(c) for c in front], *[_col(c) for c in rest])
     side = ev_cols if late == "side" else []
     grouped = staged.groupBy(*[_col(c) for c in keys])

@@ -5,6 +5,7 @@ Run it from the repository root::
     python asv_benches/stream_bench.py                       # 10 micro-batches of 10^5 events, 1,000 groups
     python asv_benches/stream_bench.py --batches 100 --variants passthrough "tws buckets=16"  # 10^7 events
     python asv_benches/stream_bench.py --batch 20000 --batches 4   # quick check
+    python asv_benches/stream_bench.py --keyless --variants passthrough "tws buckets=16"  # no GROUP-BY
 
 It is a script for the reasons ``asv_benches/spark_bench.py`` gives (a JVM per
 asv process, work done outside the driver's timers). All variants run in one
@@ -17,7 +18,9 @@ so a micro-batch covers 100 s at the defaults), read by a file source with
 ``maxFilesPerTrigger=1`` (one file per micro-batch, ``availableNow``).
 
 Query: ``RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id
-WITHIN 60 s SLIDE 10 s``, watermark 10 s.
+WITHIN 60 s SLIDE 10 s``, watermark 10 s; with ``--keyless`` the same
+without GROUP-BY (state keys are blocks of windows; ``buckets`` is then
+unused).
 
 Variants, each written to the ``noop`` sink:
 

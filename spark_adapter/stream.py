@@ -5,10 +5,10 @@ unit, an event-time column for the watermark, the state key), runs
 :func:`cepvec.streaming.advance` per state key through one of Spark's two
 stateful Python APIs, and turns the times back into the input's types:
 
-* ``transformWithStateInPandas`` (default): :class:`StreamProcessor`, one
-  value state and one event-time timer per key (RocksDB state store);
-* ``applyInPandasWithState``: :func:`stream_step`, the state tuple and an
-  event-time timeout per key (any state store).
+* ``applyInPandasWithState`` (default): :func:`stream_step`, the state
+  tuple and an event-time timeout per key (any state store);
+* ``transformWithStateInPandas``: :class:`StreamProcessor`, one value state
+  and one event-time timer per key (RocksDB state store).
 
 Both call the same step and keep the same state, so they give the same rows.
 All semantics live in :mod:`cepvec.streaming` and the batch engines; see
@@ -44,7 +44,8 @@ HOME_COL = "__cepvec_home"  # window-block keys: the copy of an event in its hom
 EV_PREFIX = "__cepvec_ev_"  # late="side": the late event's columns
 STATE_DDL = "done BIGINT, buffer BINARY"
 TWS_STATE_DDL = "done BIGINT, buffer BINARY, timer BIGINT"  # timer: the key's registered event-time timer (ms)
-APIS = ("transformWithStateInPandas", "applyInPandasWithState")
+TWS_API = "transformWithStateInPandas"
+APIS = ("applyInPandasWithState", TWS_API)
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"  # Spark's default
@@ -54,7 +55,10 @@ GUARD_FILE = "cepvec-stream.json"
 # call and one engine run per value and micro-batch: with 1,000 groups it was ~2x slower than 8 buckets at 2*10^4
 # events per micro-batch and on par at 10^5 (docs/streaming.md, "Measured"); buckets never lost.
 DEFAULT_BUCKETS = 16
-DEFAULT_API = "transformWithStateInPandas"
+# applyInPandasWithState and transformWithStateInPandas were on par with 16 buckets (docs/streaming.md,
+# "Measured": the newer API ahead in two runs out of three, behind in the third), and the older one needs no
+# RocksDB and no protobuf, so it stays the default
+DEFAULT_API = "applyInPandasWithState"
 
 
 def _ts(t: Column, unit: str) -> Column:
@@ -288,7 +292,7 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
         raise CepvecPlanError(f"buckets must be a positive integer or None; found {buckets!r}")
     if state_api not in APIS:
         raise CepvecPlanError(f"state_api must be one of {', '.join(map(repr, APIS))}; found {state_api!r}")
-    if state_api == "transformWithStateInPandas":
+    if state_api == TWS_API:
         _need_protobuf()
     clash = [c for c in df.columns if c in TAG_COLS or c.startswith("__cepvec_")]
     if clash:
@@ -304,6 +308,8 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
     plan = StreamPlan(q.text, q.type_col, q.time_col, unit, numeric, engine, tuple(types.items()), late)
     if q.window.kind == "slide" and not q.group_by:
         plan = dataclasses.replace(plan, block=stream_block(plan.w, plan.s))
+    if state_api == TWS_API:
+        use_rocksdb(df)  # last of the checks, before the checkpoint records anything
     if checkpoint is not None:
         _guard(str(checkpoint), {"query": q.text, "type_col": q.type_col, "time_col": q.time_col, "unit": unit,
                                  "numeric": numeric, "engine": engine, "buckets": buckets,
@@ -334,12 +340,11 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
     # transformWithStateInPandas takes the watermark from the withWatermark above and needs no event-time
     # column (without one, Spark filters no late events: "Spark's late-event filter" in docs/streaming.md);
     # not sending it saves converting a timestamp per event in its Python worker
-    rest = [c for c in staged.columns if c not in front and not (c == TS_COL and state_api == APIS[0])]
+    rest = [c for c in staged.columns if c not in front and not (c == TS_COL and state_api == TWS_API)]
     staged = staged.select(*[_col(c) for c in front], *[_col(c) for c in rest])
     side = ev_cols if late == "side" else []
     grouped = staged.groupBy(*[_col(c) for c in keys])
-    if state_api == "transformWithStateInPandas":
-        use_rocksdb(df)
+    if state_api == TWS_API:
         out = grouped.transformWithStateInPandas(statefulProcessor=StreamProcessor(plan, cols, out_cols, side),
                                                  outputStructType=fn_ddl, outputMode="Append", timeMode="EventTime")
     else:

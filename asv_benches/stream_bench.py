@@ -3,9 +3,9 @@
 Run it from the repository root::
 
     python asv_benches/stream_bench.py                       # 10 micro-batches of 10^5 events, 1,000 groups
-    python asv_benches/stream_bench.py --batches 100 --variants passthrough "tws buckets=16"  # 10^7 events
+    python asv_benches/stream_bench.py --batches 100 --variants passthrough "cepvec buckets=16"  # 10^7 events
     python asv_benches/stream_bench.py --batch 20000 --batches 4   # quick check
-    python asv_benches/stream_bench.py --keyless --variants passthrough "tws buckets=16"  # no GROUP-BY
+    python asv_benches/stream_bench.py --keyless --variants passthrough "cepvec buckets=16"  # no GROUP-BY
 
 It is a script for the reasons ``asv_benches/spark_bench.py`` gives (a JVM per
 asv process, work done outside the driver's timers). All variants run in one
@@ -32,17 +32,16 @@ Variants, each written to the ``noop`` sink:
 * ``tws-noop``: the alternative stateful API, ``transformWithStateInPandas``
   (RocksDB state store, one value state per key), with the same do-nothing
   function: what that API alone costs;
-* ``tws keys``, ``tws buckets=B``: ``cepvec.stream`` on
-  ``transformWithStateInPandas`` (``state_api``, the default; RocksDB state
-  store) with one state key per GROUP-BY value, or the groups hashed into B
-  state keys;
-* ``apply keys``, ``apply buckets=B``: the same on
-  ``applyInPandasWithState`` (Spark's default HDFS-backed state store, as a
-  user who sets nothing gets it).
+* ``cepvec keys``: ``cepvec.stream`` with one state key per GROUP-BY value;
+* ``cepvec buckets=B``: ``cepvec.stream`` with the groups hashed into B
+  state keys.
 
-Variants on ``applyInPandasWithState`` and the pass-through run on the
-HDFS-backed state store, the ``transformWithStateInPandas`` ones on RocksDB
-(the session's provider is set before each variant starts).
+``tws-noop`` runs on the RocksDB state store, the others on Spark's default
+HDFS-backed one (the session's provider is set before each variant starts).
+The rows of docs/streaming.md for ``cepvec.stream`` on
+``transformWithStateInPandas`` ("tws buckets=16", "tws keys") were measured
+with this script at commit c12d9bf of branch ``stream2``, which had that
+port (``state_api=``); it was not kept (on par with the default).
 
 Reported per variant: events per second over the micro-batches after the
 first (the first pays Python worker start-up and the Numba cache load; the
@@ -126,7 +125,7 @@ def build(spark, variant: str, src, query: str = QUERY):
 
     import cepvec
 
-    tws = variant.startswith("tws")
+    tws = variant == "tws-noop"
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB if tws else HDFS)
     if variant == "passthrough":
         return src.select("type", "time", "id")
@@ -139,9 +138,8 @@ def build(spark, variant: str, src, query: str = QUERY):
         return staged.groupBy("id").transformWithStateInPandas(
             statefulProcessor=_tws_noop_processor(), outputStructType="x BIGINT", outputMode="Append",
             timeMode="EventTime")
-    api = "transformWithStateInPandas" if tws else "applyInPandasWithState"
     buckets = None if variant.endswith(" keys") else int(variant.split("=")[1])
-    return cepvec.stream(query, src, watermark="10 s", buckets=buckets, state_api=api)
+    return cepvec.stream(query, src, watermark="10 s", buckets=buckets)
 
 
 def measure(spark, variant: str, folder: str, work: str, events_per_batch: int, query: str = QUERY) -> dict:
@@ -174,8 +172,7 @@ def main(argv=None) -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--keyless", action="store_true", help="the query without GROUP-BY (window-block state keys)")
     ap.add_argument("--variants", nargs="*",
-                    default=["passthrough", "state-noop", "tws-noop", "apply buckets=16", "tws buckets=16", "apply keys",
-                             "tws keys"])
+                    default=["passthrough", "state-noop", "tws-noop", "cepvec buckets=16", "cepvec keys"])
     args = ap.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -525,7 +525,7 @@ def workload(queries, *, sharing: str = "auto"):
 
 def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
            time_unit: str | None = None, numeric: str = "int64", engine: str = "auto", buckets: int | None = 16,
-           type_col: str | None = None, time_col: str | None = None, state_api: str = "applyInPandasWithState"):
+           type_col: str | None = None, time_col: str | None = None):
     """A continuous query over a Spark streaming DataFrame: the rows :func:`run` gives, as they become final.
 
     Parameters
@@ -563,14 +563,6 @@ def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", c
         Keep it across restarts from a checkpoint.
     type_col, time_col : str, optional
         As in :func:`run`.
-    state_api : {"applyInPandasWithState", "transformWithStateInPandas"}
-        Spark's stateful Python API that keeps the state; both give the same
-        rows, exactly once, and were on par in speed with the default
-        buckets. ``"applyInPandasWithState"`` (default) runs on any state
-        store. ``"transformWithStateInPandas"`` needs the RocksDB state store
-        and protobuf: when the session has Spark's default state store,
-        cepvec sets ``spark.sql.streaming.stateStore.providerClass`` to
-        RocksDB for it. Keep it across restarts from a checkpoint.
 
     Returns
     -------
@@ -593,7 +585,7 @@ def stream(query, streaming_df, *, watermark="10 minutes", late: str = "drop", c
     from cepvec.spark_adapter import stream_spark  # noqa: PLC0415  (optional dependency)
 
     return stream_spark(q, streaming_df, watermark=watermark, late=late, checkpoint=checkpoint, time_unit=time_unit,
-                        numeric=numeric, engine=engine, buckets=buckets, state_api=state_api)
+                        numeric=numeric, engine=engine, buckets=buckets)
 
 
 __all__ = ["compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors", "run_many",

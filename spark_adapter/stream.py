@@ -2,17 +2,12 @@
 
 Stages the events (the query's columns, the time as a BIGINT in the kernel's
 unit, an event-time column for the watermark, the state key), runs
-:func:`cepvec.streaming.advance` per state key through one of Spark's two
-stateful Python APIs, and turns the times back into the input's types:
-
-* ``applyInPandasWithState`` (default): :func:`stream_step`, the state
-  tuple and an event-time timeout per key (any state store);
-* ``transformWithStateInPandas``: :class:`StreamProcessor`, one value state
-  and one event-time timer per key (RocksDB state store).
-
-Both call the same step and keep the same state, so they give the same rows.
-All semantics live in :mod:`cepvec.streaming` and the batch engines; see
-``docs/streaming.md``.
+:func:`cepvec.streaming.advance` per state key through
+``applyInPandasWithState`` with an event-time timeout, and turns the times
+back into the input's types. All semantics live in :mod:`cepvec.streaming`
+and the batch engines; see ``docs/streaming.md`` (which also says why not
+``transformWithStateInPandas``: measured on par, with RocksDB and protobuf
+to require).
 """
 
 from __future__ import annotations
@@ -25,7 +20,6 @@ import polars as pl
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming import StatefulProcessor
 
 from cepvec.arrow_kernel import TAG_COLS, _spark_type, make_kernel
 from cepvec.errors import CepvecPlanError, CepvecTypeError
@@ -43,22 +37,12 @@ NLATE_COL = "__cepvec_nlate"
 HOME_COL = "__cepvec_home"  # window-block keys: the copy of an event in its home block (late events count there)
 EV_PREFIX = "__cepvec_ev_"  # late="side": the late event's columns
 STATE_DDL = "done BIGINT, buffer BINARY"
-TWS_STATE_DDL = "done BIGINT, buffer BINARY, timer BIGINT"  # timer: the key's registered event-time timer (ms)
-TWS_API = "transformWithStateInPandas"
-APIS = ("applyInPandasWithState", TWS_API)
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"  # Spark's default
 OBSERVATION = "cepvec"  # query.lastProgress["observedMetrics"]["cepvec"]["late_events"]
 GUARD_FILE = "cepvec-stream.json"
 # GROUP-BY queries: state keys per stream. One key per GROUP-BY value pays the stateful Python API's per-key
 # call and one engine run per value and micro-batch: with 1,000 groups it was ~2x slower than 8 buckets at 2*10^4
 # events per micro-batch and on par at 10^5 (docs/streaming.md, "Measured"); buckets never lost.
 DEFAULT_BUCKETS = 16
-# applyInPandasWithState and transformWithStateInPandas were on par with 16 buckets (docs/streaming.md,
-# "Measured": the newer API ahead in two runs out of three, behind in the third), and the older one needs no
-# RocksDB and no protobuf, so it stays the default
-DEFAULT_API = "applyInPandasWithState"
 
 
 def _ts(t: Column, unit: str) -> Column:
@@ -93,7 +77,6 @@ def _guard(checkpoint: str, info: dict) -> None:
     if os.path.exists(f):
         with open(f) as fh:
             old = json.load(fh)
-        old.setdefault("state_api", "applyInPandasWithState")  # written before there was a choice
         old.setdefault("block", 0)  # written before keyless SLIDE queries had window blocks
         diff = sorted(k for k in info if old.get(k) != info[k])
         if diff:
@@ -178,78 +161,6 @@ def stream_step(plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols:
     return step
 
 
-class StreamProcessor(StatefulProcessor):
-    """The ``transformWithStateInPandas`` processor: one state key's micro-batch (:func:`cepvec.streaming.advance`).
-
-    A key keeps one value state ``(done, buffer, timer)`` and at most one
-    event-time timer, ``timer``. Spark fires a timer once the watermark
-    reaches its time (``expiry <= watermark``); the key's next row is final
-    once the watermark passes ``wake_ms(wake)``, so the timer is set one
-    millisecond later, and always after the current watermark (a timer at or
-    below it would fire again in this micro-batch). Within a micro-batch
-    Spark runs the keys with new events first, then the expired timers: a
-    key with both advances once (its expired timer is deleted with the
-    input) and its timer does not fire.
-    """
-
-    def __init__(self, plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols: list[str]):
-        self.plan, self.cols, self.out_cols, self.ev_cols = plan, cols, out_cols, ev_cols
-
-    def init(self, handle) -> None:  # pragma: no cover - runs in the Spark Python workers
-        self.handle = handle
-        self.state = handle.getValueState("cepvec", TWS_STATE_DDL)
-
-    def handleInputRows(self, key, rows, timerValues):  # pragma: no cover - runs in the Spark Python workers
-        new = _new_events(rows, self.cols, self.plan)
-        yield from self._advance(key, new, timerValues.getCurrentWatermarkInMs(), fired=None)
-
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # pragma: no cover - Spark Python workers
-        yield from self._advance(key, empty_events(self.plan), timerValues.getCurrentWatermarkInMs(),
-                                 fired=expiredTimerInfo.getExpiryTimeInMs())
-
-    def _advance(self, key, new: pl.DataFrame, wm: int, fired: int | None):  # pragma: no cover - Spark workers
-        plan = self.plan
-        block = _key_block(key, plan)
-        old = self.state.get()
-        done, data, timer = old if old is not None else (initial_done(plan, block), None, None)
-        res = advance(plan, from_bytes(data, plan), done, new, wm, block)
-        nxt = None if res.wake is None else max(wake_ms(res.wake, plan.unit) + 1, wm + 1)
-        if timer is not None and timer != nxt and timer != fired:  # Spark deletes a fired timer itself
-            self.handle.deleteTimer(timer)
-        if nxt is None:
-            self.state.clear()
-        else:
-            if nxt != timer:
-                self.handle.registerTimer(nxt)
-            self.state.update((res.done, to_bytes(res.buffer), nxt))
-        out = step_output(res, self.cols, self.out_cols, self.ev_cols)
-        if out is not None:
-            yield out
-
-    def close(self) -> None:
-        pass
-
-
-def use_rocksdb(df: DataFrame) -> None:
-    """``transformWithStateInPandas`` runs only on the RocksDB state store: set it where Spark's default is set.
-
-    The provider is a session setting that Spark records in a query's
-    checkpoint when the query first starts; queries already started (or
-    restarted from their checkpoints) keep theirs. A provider other than the
-    default that the user chose is not overridden.
-    """
-    conf = df.sparkSession.conf
-    current = conf.get(PROVIDER_CONF, HDFS)
-    if current == ROCKSDB:
-        return
-    if current != HDFS:
-        raise CepvecPlanError(
-            f"cepvec.stream(..., state_api='transformWithStateInPandas') needs the RocksDB state store, but this "
-            f"session sets {PROVIDER_CONF} = {current!r}. Set it to {ROCKSDB!r} before starting the query, or pass "
-            "state_api='applyInPandasWithState', which runs on any state store")
-    conf.set(PROVIDER_CONF, ROCKSDB)
-
-
 def _block_keys(staged: DataFrame, time_col: str, plan: StreamPlan) -> DataFrame:
     """A copy of each event per block of ``plan.block`` windows with a window that contains it (KEY_COL = the
     block), and HOME_COL true on the copy in :func:`cepvec.streaming.block_of` (where a late event is counted).
@@ -269,18 +180,9 @@ def _block_keys(staged: DataFrame, time_col: str, plan: StreamPlan) -> DataFrame
     return out.drop("__cepvec_t")
 
 
-def _need_protobuf() -> None:
-    try:
-        import google.protobuf  # noqa: F401, PLC0415  (transformWithStateInPandas talks to the JVM in protobuf)
-    except ImportError as e:
-        raise ImportError("cepvec.stream with state_api='transformWithStateInPandas' needs protobuf in the Python "
-                          "environment of the driver and the workers: pip install 'cepvec[spark]' (or protobuf); "
-                          "or pass state_api='applyInPandasWithState'") from e
-
-
 def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str = "drop", checkpoint=None,
                  time_unit: str | None = None, numeric: str = "int64", engine: str = "auto",
-                 buckets: int | None = DEFAULT_BUCKETS, state_api: str = DEFAULT_API) -> DataFrame:
+                 buckets: int | None = DEFAULT_BUCKETS) -> DataFrame:
     """See :func:`cepvec.stream`."""
     if not df.isStreaming:
         raise CepvecTypeError("cepvec.stream takes a streaming DataFrame (spark.readStream...); for a static "
@@ -290,10 +192,6 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
         raise CepvecPlanError(f"late must be one of {', '.join(map(repr, LATE))}; found {late!r}")
     if buckets is not None and (not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1):
         raise CepvecPlanError(f"buckets must be a positive integer or None; found {buckets!r}")
-    if state_api not in APIS:
-        raise CepvecPlanError(f"state_api must be one of {', '.join(map(repr, APIS))}; found {state_api!r}")
-    if state_api == TWS_API:
-        _need_protobuf()
     clash = [c for c in df.columns if c in TAG_COLS or c.startswith("__cepvec_")]
     if clash:
         raise CepvecPlanError(f"the input has a column named {clash[0]!r}, which cepvec uses itself; rename it")
@@ -308,12 +206,10 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
     plan = StreamPlan(q.text, q.type_col, q.time_col, unit, numeric, engine, tuple(types.items()), late)
     if q.window.kind == "slide" and not q.group_by:
         plan = dataclasses.replace(plan, block=stream_block(plan.w, plan.s))
-    if state_api == TWS_API:
-        use_rocksdb(df)  # last of the checks, before the checkpoint records anything
     if checkpoint is not None:
         _guard(str(checkpoint), {"query": q.text, "type_col": q.type_col, "time_col": q.time_col, "unit": unit,
                                  "numeric": numeric, "engine": engine, "buckets": buckets,
-                                 "block": plan.block, "state_api": state_api})
+                                 "block": plan.block})
     fn_types = output_schema(q, types, pl.Int64, numeric)  # what the function yields: times as BIGINT
     final_types = k.output_polars_schema  # what cepvec.run gives
     out_cols = list(fn_types)
@@ -337,19 +233,10 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
         staged = staged.withColumn(KEY_COL, F.lit(0))
         keys = [KEY_COL]
     front = [*cols, HOME_COL] if plan.block else cols  # what the step reads by position (_frame)
-    # transformWithStateInPandas takes the watermark from the withWatermark above and needs no event-time
-    # column (without one, Spark filters no late events: "Spark's late-event filter" in docs/streaming.md);
-    # not sending it saves converting a timestamp per event in its Python worker
-    rest = [c for c in staged.columns if c not in front and not (c == TS_COL and state_api == TWS_API)]
-    staged = staged.select(*[_col(c) for c in front], *[_col(c) for c in rest])
-    side = ev_cols if late == "side" else []
-    grouped = staged.groupBy(*[_col(c) for c in keys])
-    if state_api == TWS_API:
-        out = grouped.transformWithStateInPandas(statefulProcessor=StreamProcessor(plan, cols, out_cols, side),
-                                                 outputStructType=fn_ddl, outputMode="Append", timeMode="EventTime")
-    else:
-        out = grouped.applyInPandasWithState(stream_step(plan, cols, out_cols, side), fn_ddl, STATE_DDL, "append",
-                                             "EventTimeTimeout")
+    staged = staged.select(*[_col(c) for c in front], *[_col(c) for c in staged.columns if c not in front])
+    step = stream_step(plan, cols, out_cols, ev_cols if late == "side" else [])
+    out = staged.groupBy(*[_col(c) for c in keys]).applyInPandasWithState(
+        step, fn_ddl, STATE_DDL, "append", "EventTimeTimeout")
     out = out.observe(OBSERVATION, F.coalesce(F.sum(NLATE_COL), F.lit(0)).cast("long").alias("late_events"))
     result = [_back(c, final_types[c]) for c in out_cols]
     kind = F.col(KIND_COL)

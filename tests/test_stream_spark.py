@@ -27,27 +27,10 @@ import cepvec  # noqa: E402
 
 from .stream_sim import QUERIES, events, feeds, flush_event, split_late, watermarks, write_batches  # noqa: E402
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-APPLY, TWS = "applyInPandasWithState", "transformWithStateInPandas"
-
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")]
 
 DELAY_S = 10
 SCHEMA = "type STRING, time BIGINT, id BIGINT, v BIGINT"
-
-
-@pytest.fixture(autouse=True)
-def stream_session(spark):
-    """Streams start with 2 shuffle partitions (one per core; every stateful operator keeps and commits a state
-    store per partition each micro-batch, which dominates these tiny batches); the session's shuffle partitions
-    and state store provider (which cepvec.stream may set) are restored afterwards."""
-    keys = ["spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass"]
-    before = [spark.conf.get(k) for k in keys]
-    spark.conf.set(keys[0], "2")
-    yield
-    for k, v in zip(keys, before):
-        spark.conf.set(k, v)
 
 
 def stream_batches(seed: int, batches: int = 4) -> list[pl.DataFrame]:
@@ -84,9 +67,8 @@ def same_rows(got: pl.DataFrame, want: pl.DataFrame):
 def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
     """A-Seq GROUP-BY (a state key per id), GRETA Kleene with an edge predicate (hash buckets; stopped after two
     micro-batches, which leaves the windows the watermark has not passed unwritten, and restarted from its
-    checkpoint with the rest; on both state APIs), negation without GROUP-BY (window-block keys, late events as a
-    side output), EMIT CHANGES on a timestamp column: five streams side by side, the last two and one Kleene
-    stream on transformWithStateInPandas, the others on applyInPandasWithState (the default)."""
+    checkpoint with the rest), negation without GROUP-BY (window-block keys, late events as a side output), EMIT
+    CHANGES on a timestamp column: four streams side by side."""
     batches = stream_batches(14)
     kept, late = split_late(batches, DELAY_S * 1000)
     assert len(late) >= 3 and len(kept) + len(late) == sum(map(len, batches))
@@ -96,37 +78,32 @@ def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
                   tmp_path / "in_emit")
     ts_schema = SCHEMA.replace("time BIGINT", "time TIMESTAMP")
     runs = {"aseq": dict(buckets=None), "kleene": dict(buckets=3, checkpoint=str(tmp_path / "ck_kleene")),
-            "kleene_tws": dict(buckets=3, checkpoint=str(tmp_path / "ck_kleene_tws"), state_api=TWS),
-            "negation": dict(late="side", state_api=TWS), "emit": dict(state_api=TWS)}
+            "negation": dict(late="side"), "emit": {}}
 
     def run(name):
-        text = QUERIES[name.removesuffix("_tws")]
-        folder = "in_kleene" if name.startswith("kleene") else "in_emit" if name == "emit" else "in"
-        src = source(spark, tmp_path / folder, ts_schema if name == "emit" else SCHEMA)
-        out = cepvec.stream(text, src, watermark=f"{DELAY_S} seconds", **runs[name])
+        src = source(spark, tmp_path / ("in_" + name if name in ("kleene", "emit") else "in"),
+                     ts_schema if name == "emit" else SCHEMA)
+        out = cepvec.stream(QUERIES[name], src, watermark=f"{DELAY_S} seconds", **runs[name])
         return start(out, tmp_path / f"out_{name}", tmp_path / f"ck_{name}")
 
     queries = {name: run(name) for name in runs}
     for query in queries.values():
         query.awaitTermination()
-    # the streams stopped: rows are written for exactly the windows the last watermark passed (window_end - 1 at
-    # or below it, in seconds); the later windows stay open in the state
+    # the Kleene stream stopped: rows are written for exactly the windows the last watermark passed
+    # (window_end - 1 at or below it, in seconds); the later windows stay open in the state
+    first = read(spark, tmp_path / "out_kleene")
     closed = watermarks(batches[:2], DELAY_S * 1000)[-1] // 1000
-    n_first = {}
-    for name in ("kleene", "kleene_tws"):
-        first = read(spark, tmp_path / f"out_{name}")
-        same_rows(first, cepvec.run(QUERIES["kleene"], kept).filter(pl.col("window_end") - 1 <= closed))
-        n_first[name] = len(first)
-    # restart: the rest of the Kleene stream's files, the same checkpoints
+    same_rows(first, cepvec.run(QUERIES["kleene"], kept).filter(pl.col("window_end") - 1 <= closed))
+    n_first = len(first)
+    # restart: the rest of the Kleene stream's files, the same checkpoint
     write_batches(batches[2:], tmp_path / "in_kleene", start=2)
-    restarted = {name: run(name) for name in n_first}
-    for query in restarted.values():
-        query.awaitTermination()
+    restarted = run("kleene")
+    restarted.awaitTermination()
     for name, query in queries.items():
         got = read(spark, tmp_path / f"out_{name}")
         events_in = kept.with_columns(pl.from_epoch("time", "s").dt.replace_time_zone("UTC")) if name == "emit" \
             else kept
-        want = cepvec.run(QUERIES[name.removesuffix("_tws")], events_in)
+        want = cepvec.run(QUERIES[name], events_in)
         if name == "negation":
             side = got.filter(pl.col("late_event").is_not_null()).select(pl.col("late_event").struct.unnest())
             cols = list(side.columns)  # the columns the query reads
@@ -135,10 +112,10 @@ def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
             got = got.filter(pl.col("late_event").is_null())
         if name == "emit":
             assert got.schema["time"] == pl.Datetime("us", "UTC")
-        if name in n_first:
-            assert 0 < n_first[name] < len(got)
+        if name == "kleene":
+            assert 0 < n_first < len(got)
             assert not got.select("id", "window_start").is_duplicated().any()
-            assert late_count(query) + late_count(restarted[name]) == len(late)
+            assert late_count(query) + late_count(restarted) == len(late)
         else:
             assert late_count(query) == len(late), name
         same_rows(got, want)
@@ -149,16 +126,12 @@ def test_stream_gives_run_on_in_time_events_and_restarts(spark, tmp_path):
         cepvec.stream(other, src, **runs["kleene"])
     with pytest.raises(cepvec.CepvecPlanError, match="another buckets .*3 there, 4 now"):
         cepvec.stream(QUERIES["kleene"], src, **{**runs["kleene"], "buckets": 4})
-    with pytest.raises(cepvec.CepvecPlanError, match="another state_api .*'applyInPandasWithState' there, "
-                                                     "'transformWithStateInPandas' now"):
-        cepvec.stream(QUERIES["kleene"], src, **{**runs["kleene"], "state_api": TWS})
 
 
 def test_a_failed_micro_batch_is_rerun_from_the_checkpoint(spark, tmp_path):
     """late="error" stops the query inside the micro-batch with the first late event (its tasks fail, some may
     have run); restarted from the checkpoint with late="drop", that micro-batch runs again from the last
-    committed state: the rows are cepvec.run's on the in-time events, each once, and every late event counted.
-    (On applyInPandasWithState, the default; transformWithStateInPandas restarts in the test above.)"""
+    committed state: the rows are cepvec.run's on the in-time events, each once, and every late event counted."""
     text = QUERIES["kleene"]
     batches = stream_batches(21)
     kept, late = split_late(batches, DELAY_S * 1000)
@@ -187,28 +160,3 @@ def test_refusals(spark, tmp_path):
         cepvec.stream(QUERIES["aseq"], spark.read.parquet(str(tmp_path / "in")))
     with pytest.raises(cepvec.CepvecPlanError, match="late must be one of 'drop', 'error', 'side'"):
         cepvec.stream(QUERIES["aseq"], src, late="keep")
-    with pytest.raises(cepvec.CepvecPlanError, match="state_api must be one of 'applyInPandasWithState', "
-                                                     "'transformWithStateInPandas'; found 'mapGroupsWithState'"):
-        cepvec.stream(QUERIES["aseq"], src, state_api="mapGroupsWithState")
-
-
-def test_the_rocksdb_state_store_is_set_unless_the_user_chose_another(spark, tmp_path):
-    """transformWithStateInPandas runs only on RocksDB: cepvec.stream sets it where Spark's default is, and
-    refuses (naming both ways out) a provider the user chose; applyInPandasWithState takes any."""
-    write_batches([events(1, n=5)], tmp_path / "in")
-    src = source(spark, tmp_path / "in")
-    key = "spark.sql.streaming.stateStore.providerClass"
-    before = spark.conf.get(key)
-    try:
-        spark.conf.set(key, HDFS)
-        cepvec.stream(QUERIES["aseq"], src)  # applyInPandasWithState, the default
-        assert spark.conf.get(key) == HDFS
-        cepvec.stream(QUERIES["aseq"], src, state_api=TWS)
-        assert spark.conf.get(key) == ROCKSDB
-        spark.conf.set(key, "com.example.MyStateStoreProvider")
-        with pytest.raises(cepvec.CepvecPlanError, match="needs the RocksDB state store, but this session sets .*"
-                                                         "com.example.MyStateStoreProvider.*state_api="):
-            cepvec.stream(QUERIES["aseq"], src, state_api=TWS)
-        cepvec.stream(QUERIES["aseq"], src)
-    finally:
-        spark.conf.set(key, before)

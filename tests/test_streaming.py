@@ -6,7 +6,9 @@ late); the watermark advances as Spark advances it, and a key is woken only
 by its own events or by its timeout (as Spark's event-time timeout does).
 The union of the emitted rows must equal ``cepvec.run`` on the events that
 were in time, and the late events must be exactly those at or below the
-watermark of their batch. ``tests/test_stream_spark.py`` runs the same feeds
+watermark of their batch. SLIDE queries without GROUP-BY run as Spark runs
+them, one state key per block of windows (the copies of each event found
+here by trying every window). ``tests/test_stream_spark.py`` runs the same feeds
 through Spark.
 """
 
@@ -31,11 +33,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 HOME = "__cepvec_home"
 
 
-def plan_for(text: str, late: str = "drop", blocks: bool = False) -> StreamPlan:
+def plan_for(text: str, late: str = "drop") -> StreamPlan:
+    """The plan cepvec.stream makes: SLIDE queries without GROUP-BY get window-block keys."""
     q = cepvec.compile(text)
     types = {"type": pl.String, "time": pl.Int64, "id": pl.Int64, "v": pl.Int64}
     cols = [c for c in types if c in {q.type_col, q.time_col, *q.attributes}]
     plan = StreamPlan(text, "type", "time", "s", "int64", "auto", tuple((c, types[c]) for c in cols), late)
+    blocks = q.window.kind == "slide" and not q.group_by
     return dataclasses.replace(plan, block=stream_block(plan.w, plan.s)) if blocks else plan
 
 
@@ -88,8 +92,8 @@ def simulate(plan: StreamPlan, batches: list[pl.DataFrame], delay_ms: int, key=N
     return rows, pl.concat(kept), pl.concat(late), state
 
 
-def check(name: str, seed: int, key=None, delay: int = 10, blocks: bool = False):
-    plan = plan_for(QUERIES[name], blocks=blocks)
+def check(name: str, seed: int, key=None, delay: int = 10):
+    plan = plan_for(QUERIES[name])
     ev = events(seed)
     batches = feeds(ev, seed, delay=delay)
     batches[-1] = pl.concat([batches[-1], flush_event(ev, 100_000)])
@@ -114,16 +118,8 @@ def test_one_state_key_per_group_gives_the_same_rows(name):
     check(name, 4, key="id")
 
 
-@pytest.mark.parametrize("name", ["negation", "blocks_kleene", "blocks_gap"])
-@pytest.mark.parametrize("seed", [1, 2])
-def test_window_block_keys_give_the_batch_result(name, seed):
-    """SLIDE without GROUP-BY: one state key per block of windows, each event copied to the blocks whose windows
-    contain it, a key emits its own windows only and is dropped after the last; late events counted once."""
-    check(name, seed, blocks=True)
-
-
 def test_a_window_block_key_emits_only_its_windows_and_ends():
-    plan = plan_for(QUERIES["negation"], blocks=True)  # WITHIN 15 s SLIDE 5 s: blocks of 6 windows (30 s)
+    plan = plan_for(QUERIES["negation"])  # WITHIN 15 s SLIDE 5 s: blocks of 6 windows (30 s)
     assert plan.block == stream_block(15, 5) == 6
     assert initial_done(plan, 2) == 12 and block_of(59, 5, 6) == 1 and block_of(60, 5, 6) == 2
     ev = pl.DataFrame({"type": ["A", "B"] * 20, "time": list(range(0, 80, 2)), "id": [0] * 40})
@@ -134,11 +130,11 @@ def test_a_window_block_key_emits_only_its_windows_and_ends():
     assert step.done == 12 and len(step.buffer) == 0 and step.wake is None
 
 
-@pytest.mark.parametrize("name, blocks", [("aseq", False), ("negation", True), ("emit", False)])
-def test_the_last_windows_stay_open_until_the_watermark_passes(name, blocks):
+@pytest.mark.parametrize("name", ["aseq", "negation", "emit"])
+def test_the_last_windows_stay_open_until_the_watermark_passes(name):
     """A stream that stops writes the rows the last watermark made final (SLIDE: window_end - 1 at or below it;
     EMIT CHANGES: time at or below it) and keeps the events of the others; one event far ahead closes them."""
-    plan = plan_for(QUERIES[name], blocks=blocks)
+    plan = plan_for(QUERIES[name])  # negation: window-block keys
     batches = feeds(events(5), 5)
     rows, kept, _, state = simulate(plan, batches, 60_000)  # a 60 s delay: the last minute's windows stay open
     closed = final_bound(watermarks(batches, 60_000)[-1], "s")

@@ -41,7 +41,9 @@ HDFS-backed one (the session's provider is set before each variant starts).
 The rows of docs/streaming.md for ``cepvec.stream`` on
 ``transformWithStateInPandas`` ("tws buckets=16", "tws keys") were measured
 with this script at commit c12d9bf of branch ``stream2``, which had that
-port (``state_api=``); it was not kept (on par with the default).
+port (``state_api=``); it was not kept (on par with the default). The
+one-key numbers there for ``--keyless`` (queries without GROUP-BY before window
+blocks) came from this script run with the cepvec of commit 0670d99.
 
 Reported per variant: events per second over the micro-batches after the
 first (the first pays Python worker start-up and the Numba cache load; the

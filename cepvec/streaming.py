@@ -1,7 +1,8 @@
 """Continuous queries: the per-key step of ``cepvec.stream`` (no PySpark here).
 
-A streaming query keeps, per state key (a bucket of GROUP-BY values, or one
-key for queries without GROUP-BY), the events that an output row not yet
+A streaming query keeps, per state key (a bucket of GROUP-BY values; a block
+of windows for SLIDE queries without GROUP-BY, :func:`stream_block`; or one
+key for EMIT CHANGES without GROUP-BY), the events that an output row not yet
 emitted may still need, and a bound ``done`` that says which rows were
 emitted. Each micro-batch, :func:`advance` takes the key's new events and the
 event-time watermark and
@@ -178,7 +179,8 @@ def stream_block(w: int, s: int) -> int:
 
 
 def block_of(t: int, s: int, block: int) -> int:
-    """The block of the last window that contains time ``t`` (an event's home key, where it is counted late)."""
+    """The block of window ``floor(t / s)``, the last that starts at or before time ``t``: an event's home key,
+    where it is counted late (0 before time 0)."""
     return max(0, (t // s) // block)
 
 

@@ -41,7 +41,8 @@ OBSERVATION = "cepvec"  # query.lastProgress["observedMetrics"]["cepvec"]["late_
 GUARD_FILE = "cepvec-stream.json"
 # GROUP-BY queries: state keys per stream. One key per GROUP-BY value pays the stateful Python API's per-key
 # call and one engine run per value and micro-batch: with 1,000 groups it was ~2x slower than 8 buckets at 2*10^4
-# events per micro-batch and on par at 10^5 (docs/streaming.md, "Measured"); buckets never lost.
+# events per micro-batch, and at 10^5 on par in one run and 1.5x slower than 16 buckets in another
+# (docs/streaming.md, "Measured"); buckets never lost.
 DEFAULT_BUCKETS = 16
 
 

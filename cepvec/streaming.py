@@ -1,7 +1,8 @@
 """Continuous queries: the per-key step of ``cepvec.stream`` (no PySpark here).
 
-A streaming query keeps, per state key (a bucket of GROUP-BY values, or one
-key for queries without GROUP-BY), the events that an output row not yet
+A streaming query keeps, per state key (a bucket of GROUP-BY values; a block
+of windows for SLIDE queries without GROUP-BY, :func:`stream_block`; or one
+key for EMIT CHANGES without GROUP-BY), the events that an output row not yet
 emitted may still need, and a bound ``done`` that says which rows were
 emitted. Each micro-batch, :func:`advance` takes the key's new events and the
 event-time watermark and
@@ -114,6 +115,9 @@ class StreamPlan:
     engine: str
     types: tuple  # ((column, polars dtype), ...): the query's columns, the time column as Int64 in ``unit``
     late: str = "drop"
+    # SLIDE without GROUP-BY: windows per state key (key j holds the windows j*block .. j*block + block - 1;
+    # docs/streaming.md, "State and its size"); 0: the key's windows are not restricted
+    block: int = 0
 
     @property
     def query(self) -> Query:
@@ -154,9 +158,30 @@ class Step:
     late: pl.DataFrame  # the late events of this batch (empty unless there were any)
 
 
-def initial_done(plan: StreamPlan) -> int:
-    """``done`` of a key with no state: window 0 is the first to emit (SLIDE), no row time yet (EMIT)."""
-    return 0 if plan.query.window.kind == "slide" else NOTHING
+def initial_done(plan: StreamPlan, key_block: int | None = None) -> int:
+    """``done`` of a key with no state: its first window is the first to emit (SLIDE: window 0, or the first
+    window of block ``key_block``), no row time yet (EMIT CHANGES)."""
+    if plan.query.window.kind != "slide":
+        return NOTHING
+    return key_block * plan.block if plan.block and key_block is not None else 0
+
+
+def stream_block(w: int, s: int) -> int:
+    """Windows per state key of a SLIDE query without GROUP-BY: the block spans at least two window lengths.
+
+    An event is copied to every block with a window that contains it: at
+    most 2, on average ``1 + (w/s - 1) / block`` (under 1.5). Shorter blocks
+    would copy events to more keys; longer ones leave fewer keys, hence
+    tasks, per micro-batch (a micro-batch spanning E of event time touches
+    about ``E / (block * s) + 1.5`` keys).
+    """
+    return max(1, 2 * -(-w // s))
+
+
+def block_of(t: int, s: int, block: int) -> int:
+    """The block of window ``floor(t / s)``, the last that starts at or before time ``t``: an event's home key,
+    where it is counted late (0 before time 0)."""
+    return max(0, (t // s) // block)
 
 
 def parse_delay(watermark, unit: str) -> int:
@@ -208,8 +233,11 @@ def evaluate(plan: StreamPlan, events: pl.DataFrame) -> pl.DataFrame:
     return run_engine(q, prep, choose(q, plan.engine, prep.df.schema), numeric=plan.numeric)
 
 
-def advance(plan: StreamPlan, buffer: pl.DataFrame, done: int, new: pl.DataFrame, watermark_ms: int) -> Step:
-    """One key, one micro-batch: see the module docstring. ``new`` holds the key's new events (any order)."""
+def advance(plan: StreamPlan, buffer: pl.DataFrame, done: int, new: pl.DataFrame, watermark_ms: int,
+            key_block: int | None = None) -> Step:
+    """One key, one micro-batch: see the module docstring. ``new`` holds the key's new events (any order;
+    columns beyond the plan's are kept in ``Step.late`` only). ``key_block``: the key's block of windows
+    (``plan.block``); the key emits only those windows and is done after the last."""
     q = plan.query
     t = q.time_col
     bound = final_bound(watermark_ms, plan.unit)
@@ -230,6 +258,9 @@ def advance(plan: StreamPlan, buffer: pl.DataFrame, done: int, new: pl.DataFrame
     if q.window.kind == "slide":
         s = plan.s
         last = (bound + 1 - w) // s if bound != NOTHING else -1  # last final window id
+        block_end = (key_block + 1) * plan.block - 1 if plan.block and key_block is not None else None
+        if block_end is not None:
+            last = min(last, block_end)
         if last >= done:
             lo, hi = done * s, last * s + w
             part = buffer.filter((pl.col(t) >= lo) & (pl.col(t) < hi))
@@ -238,6 +269,8 @@ def advance(plan: StreamPlan, buffer: pl.DataFrame, done: int, new: pl.DataFrame
                 rows = rows.filter((pl.col("window_start") >= lo) & (pl.col("window_start") <= last * s))
             done = last + 1
             buffer = buffer.filter(pl.col(t) >= done * s)
+        if block_end is not None and done > block_end:  # every window of the block is out
+            buffer = buffer.head(0)
         wake = None
         if len(buffer):
             tmin = int(buffer[t].min())
@@ -261,4 +294,5 @@ def advance(plan: StreamPlan, buffer: pl.DataFrame, done: int, new: pl.DataFrame
 
 
 __all__ = ["StreamPlan", "Step", "advance", "final_bound", "to_us", "wake_ms", "refuse_unbounded", "evaluate",
-           "to_bytes", "from_bytes", "empty_events", "initial_done", "parse_delay", "LATE", "NOTHING"]
+           "to_bytes", "from_bytes", "empty_events", "initial_done", "parse_delay", "stream_block", "block_of", "LATE",
+           "NOTHING"]

@@ -20,6 +20,10 @@ QUERIES = {
     # continuous output per END event
     "emit": "RETURN id, COUNT(*), SUM(A.v) PATTERN SEQ(A, B+) WHERE [id] GROUP-BY id WITHIN 20 s EMIT CHANGES",
     "emit_negation": "RETURN COUNT(*) PATTERN SEQ(A, NOT C, B) WITHIN 12 s EMIT CHANGES",
+    # no GROUP-BY, SLIDE: state keys by block of windows; GRETA Kleene with an edge predicate
+    "blocks_kleene": "RETURN COUNT(*), MAX(A.v) PATTERN SEQ(A+, B) WHERE [id] AND A.v < NEXT(A).v WITHIN 20 s SLIDE 5 s",
+    # no GROUP-BY, SLIDE longer than WITHIN: events between windows belong to none (but are counted late)
+    "blocks_gap": "RETURN COUNT(*), SUM(B.v) PATTERN SEQ(A, B) WITHIN 6 s SLIDE 8 s",
 }
 
 

@@ -6,12 +6,15 @@ late); the watermark advances as Spark advances it, and a key is woken only
 by its own events or by its timeout (as Spark's event-time timeout does).
 The union of the emitted rows must equal ``cepvec.run`` on the events that
 were in time, and the late events must be exactly those at or below the
-watermark of their batch. ``tests/test_stream_spark.py`` runs the same feeds
+watermark of their batch. SLIDE queries without GROUP-BY run as Spark runs
+them, one state key per block of windows (the copies of each event found
+here by trying every window). ``tests/test_stream_spark.py`` runs the same feeds
 through Spark.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import polars as pl
@@ -19,39 +22,65 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import cepvec
-from cepvec.streaming import (NOTHING, StreamPlan, advance, empty_events, final_bound, from_bytes, initial_done,
-                              parse_delay, refuse_unbounded, to_bytes, wake_ms)
+from cepvec.streaming import (NOTHING, StreamPlan, advance, block_of, empty_events, final_bound, from_bytes,
+                              initial_done, parse_delay, refuse_unbounded, stream_block, to_bytes, wake_ms)
 
 from .stream_sim import QUERIES, events, feeds, flush_event, watermarks
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 
 
+HOME = "__cepvec_home"
+
+
 def plan_for(text: str, late: str = "drop") -> StreamPlan:
+    """The plan cepvec.stream makes: SLIDE queries without GROUP-BY get window-block keys."""
     q = cepvec.compile(text)
     types = {"type": pl.String, "time": pl.Int64, "id": pl.Int64, "v": pl.Int64}
     cols = [c for c in types if c in {q.type_col, q.time_col, *q.attributes}]
-    return StreamPlan(text, "type", "time", "s", "int64", "auto", tuple((c, types[c]) for c in cols), late)
+    plan = StreamPlan(text, "type", "time", "s", "int64", "auto", tuple((c, types[c]) for c in cols), late)
+    blocks = q.window.kind == "slide" and not q.group_by
+    return dataclasses.replace(plan, block=stream_block(plan.w, plan.s)) if blocks else plan
+
+
+def to_blocks(b: pl.DataFrame, plan: StreamPlan) -> pl.DataFrame:
+    """Each event once per block of ``plan.block`` windows with a window that contains it (found by trying every
+    window), column ``blk``; ``HOME`` marks the copy in the block of its last window (or its only copy, for an
+    event in no window)."""
+    w, s, n = plan.w, plan.s, plan.block
+    out = []
+    for r in b.iter_rows(named=True):
+        t = r["time"]
+        windows = [k for k in range(0, t // s + 1) if k * s <= t < k * s + w] if t >= 0 else []
+        home = windows[-1] // n if windows else max(0, t // s // n)
+        out += [{**r, "blk": j, HOME: j == home} for j in sorted({k // n for k in windows} or {home})]
+    return pl.DataFrame(out, schema={**b.schema, "blk": pl.Int64, HOME: pl.Boolean})
 
 
 def simulate(plan: StreamPlan, batches: list[pl.DataFrame], delay_ms: int, key=None):
-    """Rows, in-time events and late events of ``batches`` run as Spark runs them (keys: ``key`` column or one)."""
+    """Rows, in-time events and late events of ``batches`` run as Spark runs them (keys: ``key`` column or one;
+    window-block keys, column ``blk``, when ``plan.block``)."""
     cols = [c for c, _ in plan.types]
     state: dict = {}  # key -> (done, buffer bytes, timeout ms)
     rows, kept, late = [], [], []
     wms = watermarks(batches, delay_ms)
+    if plan.block:
+        key = "blk"
     for b, wm in zip([*batches, None], wms):
         b = b.select(cols) if b is not None else empty_events(plan)
+        b = to_blocks(b, plan) if plan.block else b
         keys = set(b[key].unique().to_list()) if key and len(b) else ({0} if len(b) else set())
         keys |= {k for k, (_, _, timeout) in state.items() if timeout is not None and wm > timeout}
         for k in sorted(keys):
             new = b.filter(pl.col(key) == k) if key else b
-            done, data, _ = state.get(k, (initial_done(plan), None, None))
-            step = advance(plan, from_bytes(data, plan), done, new, wm)
+            block = k if plan.block else None
+            done, data, _ = state.get(k, (initial_done(plan, block), None, None))
+            step = advance(plan, from_bytes(data, plan), done, new, wm, block)
             bound = final_bound(wm, plan.unit)
             assert step.late.equals(new.filter(pl.col("time") <= bound))
-            kept.append(new.filter(pl.col("time") > bound))
-            late.append(step.late)
+            home = new.filter(pl.col(HOME)).drop("blk", HOME) if plan.block else new  # each event counted once
+            kept.append(home.filter(pl.col("time") > bound))
+            late.append(step.late.filter(pl.col(HOME)).drop("blk", HOME) if plan.block else step.late)
             if len(step.rows):
                 rows.append(step.rows)
             if step.wake is None:
@@ -74,7 +103,8 @@ def check(name: str, seed: int, key=None, delay: int = 10):
     order = list(want.columns)
     assert_frame_equal(got.sort(order), want.sort(order), check_dtypes=False)
     assert len(late) > 0 and len(kept) > len(ev) - len(late)  # the feeds hold some back past the watermark
-    assert sum(len(from_bytes(d, plan)) for _, d, _ in state.values()) <= 1  # only the flush event may stay
+    left = [from_bytes(d, plan) for _, d, _ in state.values()]
+    assert all((b["time"] == 100_000).all() for b in left)  # only the flush event (or its block copies) may stay
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
@@ -86,6 +116,35 @@ def test_micro_batches_give_the_batch_result_on_in_time_events(name, seed):
 @pytest.mark.parametrize("name", ["aseq", "kleene", "emit"])
 def test_one_state_key_per_group_gives_the_same_rows(name):
     check(name, 4, key="id")
+
+
+def test_a_window_block_key_emits_only_its_windows_and_ends():
+    plan = plan_for(QUERIES["negation"])  # WITHIN 15 s SLIDE 5 s: blocks of 6 windows (30 s)
+    assert plan.block == stream_block(15, 5) == 6
+    assert initial_done(plan, 2) == 12 and block_of(59, 5, 6) == 1 and block_of(60, 5, 6) == 2
+    ev = pl.DataFrame({"type": ["A", "B"] * 20, "time": list(range(0, 80, 2)), "id": [0] * 40})
+    step = advance(plan, empty_events(plan), initial_done(plan, 1), ev.filter(pl.col("time") < 60), 0, 1)
+    assert len(step.rows) == 0 and step.done == 6 and step.wake == 6 * 5 + 15 - 1  # window 6 closes first
+    step = advance(plan, step.buffer, step.done, empty_events(plan), 1_000_000, 1)  # the watermark passes 1000 s
+    assert step.rows["window_start"].to_list() == list(range(30, 60, 5))  # windows 6..11 of block 1
+    assert step.done == 12 and len(step.buffer) == 0 and step.wake is None
+
+
+@pytest.mark.parametrize("name", ["aseq", "negation", "emit"])
+def test_the_last_windows_stay_open_until_the_watermark_passes(name):
+    """A stream that stops writes the rows the last watermark made final (SLIDE: window_end - 1 at or below it;
+    EMIT CHANGES: time at or below it) and keeps the events of the others; one event far ahead closes them."""
+    plan = plan_for(QUERIES[name])  # negation: window-block keys
+    batches = feeds(events(5), 5)
+    rows, kept, _, state = simulate(plan, batches, 60_000)  # a 60 s delay: the last minute's windows stay open
+    closed = final_bound(watermarks(batches, 60_000)[-1], "s")
+    want = cepvec.run(plan.query, kept)
+    end = pl.col("window_end") - 1 if plan.query.window.kind == "slide" else pl.col("time")
+    order = list(want.columns)
+    assert_frame_equal(pl.concat(rows).sort(order), want.filter(end <= closed).sort(order), check_dtypes=False)
+    assert len(want.filter(end > closed)) > 0 and state  # rows held back, their events kept
+    more, _, _, _ = simulate(plan, [*batches, flush_event(batches[0], 100_000)], 60_000)
+    assert_frame_equal(pl.concat(more).sort(order), want.sort(order), check_dtypes=False)
 
 
 def test_late_events_are_those_at_or_below_the_watermark():

@@ -77,3 +77,32 @@ def test_an_overflow_in_a_later_range_is_raised(monkeypatch):
     monkeypatch.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
     with pytest.raises(cepvec.errors.CepvecOverflowError):
         cepvec.run(text, df, engine="greta")
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(vals=st.lists(st.integers(-5, 30), min_size=0, max_size=60),
+       known=st.lists(st.integers(-5, 30), unique=True, max_size=10))
+def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
+    """Dense ids of an integer key column in two halves (cepvec.runtime.partitions._direct_ids):
+    the same ids and new keys, in order of first appearance, as one pass."""
+    from cepvec.kernels.keys import dense_ids_direct
+    from cepvec.runtime.partitions import _direct_ids
+
+    vals = np.array(vals, np.int64)
+    n0 = len(known)
+
+    def table():
+        direct = np.full(36, -1, np.int64)
+        direct[np.array(known, np.int64) + 5] = np.arange(n0)
+        return direct
+
+    one_direct, two_direct = table(), table()
+    one_ids, two_ids = np.empty(len(vals), np.int64), np.empty(len(vals), np.int64)
+    one_new = dense_ids_direct(vals, -5, one_direct, n0, one_ids)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CEPVEC_NUM_THREADS", "2")
+        mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        two_new = _direct_ids(vals, -5, two_direct, n0, two_ids)
+    assert one_ids.tolist() == two_ids.tolist()
+    assert one_new.tolist() == two_new.tolist()
+    assert one_direct.tolist() == two_direct.tolist()

@@ -5,11 +5,16 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from cepvec.kernels.keys import dense_ids, dense_ids_direct, min_max, renumber_new
+from cepvec.runtime import threads
+
 
 class Partitions:
     """Dense partition ids for the partition keys (GROUP-BY plus unqualified equivalences).
 
     Float keys: NaN does not join to NaN, so keys hold (value with NaN as null, is-NaN flag).
+    One null-free integer key column (the usual customer or vehicle id) takes a Numba path: a
+    direct table over a small key range, else a hash table kept between calls; others a Polars join.
     """
 
     def __init__(self, q, key_schema: dict):
@@ -20,6 +25,14 @@ class Partitions:
             ks[c + "__nan"] = pl.Boolean
         self.key_cols = list(ks)
         self.keys = pl.DataFrame(schema={**ks, "__pid": pl.Int64})
+        self.int_key = None
+        if len(key_schema) == 1:
+            (c, dt), = key_schema.items()
+            if dt.is_integer() and dt != pl.UInt64:
+                self.int_key = c
+        self._tab_key = np.zeros(16, np.int64)
+        self._tab_id = np.full(16, -1, np.int64)
+        self._tab_n = 0  # len(self.keys) the hash table reflects (-1: stale)
 
     def __len__(self) -> int:
         return max(len(self.keys), 1)
@@ -41,6 +54,11 @@ class Partitions:
                 self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
                 self._on_new_keys()
             return np.zeros(len(df), np.int64)
+        if self.int_key is not None and len(df):
+            col = df[self.int_key]
+            if col.null_count() == 0:
+                return self._int_ids(col)
+        self._tab_n = -1  # the join below may add keys the hash table does not hold
         df = df.select(self.key_exprs())
         uniq = df.unique(maintain_order=True)
         known = uniq.join(self.keys, on=cols, how="left", nulls_equal=True)
@@ -51,6 +69,43 @@ class Partitions:
             self.keys = pl.concat([self.keys, new.cast(self.keys.schema)], how="vertical")
             self._on_new_keys()
         return df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"].to_numpy()
+
+    def _int_ids(self, col: pl.Series) -> np.ndarray:
+        c = self.int_key
+        vals = col.cast(pl.Int64).to_numpy()
+        n0 = len(self.keys)
+        vmin, vmax = (int(v) for v in min_max(vals))
+        if vmax - vmin < min(1 << 20, 8 * len(vals) + 1024):
+            # small key range: a direct table (the hash table is rebuilt when next needed)
+            direct = np.full(vmax - vmin + 1, -1, np.int64)
+            known = self.keys.filter(pl.col(c).is_between(vmin, vmax))
+            direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
+            ids = np.empty(len(vals), np.int64)
+            new_keys = _direct_ids(vals, vmin, direct, n0, ids)
+            self._tab_n = -1
+        else:
+            if self._tab_n != n0:  # rebuild the hash table from the keys (a join added some)
+                known = self.keys.filter(pl.col(c).is_not_null())
+                size = 16
+                while size < 2 * (n0 + 1):
+                    size *= 2
+                self._tab_key = np.zeros(size, np.int64)
+                self._tab_id = np.full(size, -1, np.int64)
+                _ids, _new, self._tab_key, self._tab_id = dense_ids(
+                    known[c].cast(pl.Int64).to_numpy(), self._tab_key, self._tab_id, 0)
+                # dense_ids numbered them 0..m-1 in order; set the real partition ids
+                used = self._tab_id >= 0
+                self._tab_id[used] = known["__pid"].to_numpy()[self._tab_id[used]]
+            ids, new_keys, self._tab_key, self._tab_id = dense_ids(vals, self._tab_key, self._tab_id, n0)
+            self._tab_n = n0
+        if len(new_keys):
+            new = pl.DataFrame({c: pl.Series(c, new_keys).cast(self.keys.schema[c]),
+                                "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
+            self.keys = pl.concat([self.keys, new], how="vertical")
+            self._on_new_keys()
+        if self._tab_n >= 0:
+            self._tab_n = len(self.keys)
+        return ids
 
     def group_frame(self) -> pl.DataFrame:
         """Partition id and the original GROUP-BY values (NaN restored)."""
@@ -68,3 +123,27 @@ class Partitions:
     def describe(self, pid: int) -> dict:
         key = self.keys.filter(pl.col("__pid") == pid).drop("__pid").to_dicts()
         return key[0] if key else {}
+
+
+def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray) -> np.ndarray:
+    """:func:`dense_ids_direct` into ``ids``, the two halves of a long column in two threads.
+
+    The second half numbers its new keys provisionally on a copy of the table; then the keys the
+    first half saw take the first half's ids, the others the next ids in order of appearance in
+    the second half (their order in the whole column), and the second half is renumbered.
+    """
+    n = len(vals)
+    if threads.n_threads() < 2 or n < 2 * threads.MIN_EVENTS_PER_THREAD:
+        return dense_ids_direct(vals, vmin, direct, n0, ids)
+    m = n // 2
+    second = direct.copy()
+    new0, new1 = threads.map_threads(lambda a: dense_ids_direct(*a),
+                                     [(vals[:m], vmin, direct, n0, ids[:m]), (vals[m:], vmin, second, n0, ids[m:])])
+    if not len(new1):
+        return new0
+    remap = direct[new1 - vmin]  # the first half's ids (-1: a key the first half did not see)
+    unseen = remap < 0
+    remap[unseen] = n0 + len(new0) + np.arange(int(unseen.sum()), dtype=np.int64)
+    direct[new1[unseen] - vmin] = remap[unseen]
+    renumber_new(ids[m:], n0, remap)
+    return np.concatenate([new0, new1[unseen]])

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import sharing as K
-from cepvec.kernels.linear import dense_ids_direct, min_max, view_codes, view_hash, view_words
+from cepvec.kernels.linear import view_codes, view_hash, view_words
 from cepvec.paths.linear.run import string_views
 from cepvec.plan.ir import Query
 from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
@@ -164,7 +164,7 @@ class SharedRun:
         if not len(df):
             return
         codes = self._codes(df)
-        pid = self._partition_ids(df)
+        pid = self.parts.ids(df).astype(np.int64, copy=False)
         times = np.asarray(times, dtype=np.int64)
         if self.pred_exprs:
             pm = np.ascontiguousarray(df.select(self.pred_exprs).to_numpy().astype(np.bool_, copy=False))
@@ -183,28 +183,6 @@ class SharedRun:
         cut = int(np.searchsorted(times, times[-1], side="left"))
         self.held = (pid[cut:], times[cut:], codes[cut:], pm[cut:])
         self._run(pid[:cut], times[:cut], codes[:cut], pm[:cut])
-
-    def _partition_ids(self, df: pl.DataFrame) -> np.ndarray:
-        """Dense partition ids: a direct table for one null-free integer key of small range (the usual
-        customer or vehicle id), else :meth:`Partitions.ids`."""
-        keys = self.q0.partition_by
-        col = df[keys[0]] if len(keys) == 1 and len(df) else None
-        if col is None or not col.dtype.is_integer() or col.dtype == pl.UInt64 or col.null_count():
-            return self.parts.ids(df).astype(np.int64, copy=False)
-        vals = col.cast(pl.Int64).to_numpy()
-        vmin, vmax = (int(v) for v in min_max(vals))
-        if vmax - vmin >= min(1 << 20, 8 * len(vals) + 1024):
-            return self.parts.ids(df).astype(np.int64, copy=False)
-        known = self.parts.keys.filter(pl.col(keys[0]).is_between(vmin, vmax))
-        direct = np.full(vmax - vmin + 1, -1, np.int64)
-        direct[known[keys[0]].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
-        n0 = len(self.parts.keys)
-        ids, new_keys = dense_ids_direct(vals, vmin, direct, n0)
-        if len(new_keys):
-            new = pl.DataFrame({keys[0]: pl.Series(new_keys).cast(self.parts.keys.schema[keys[0]]),
-                                "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
-            self.parts.keys = pl.concat([self.parts.keys, new], how="vertical")
-        return ids
 
     def _run(self, pid, times, codes, pm):
         if not len(times):

@@ -53,6 +53,10 @@ def string_views(col: pl.Series):
     return views.reshape(-1, 2)[arr.offset:]
 
 
+#: int64 slots between the spare slots of two threads in fill_events (a cache line)
+_SPARE_STRIDE = 8
+
+
 class LinearStream(Partitions):
     """Incremental evaluation of one query with the linear-map kernels."""
 
@@ -69,15 +73,6 @@ class LinearStream(Partitions):
             self.mode = K.MODE_EMIT_UNBOUNDED
         self.dtype = STATE_DTYPES[state]
         Partitions.__init__(self, self.q, key_schema)
-        # a single integer key column: dense ids from a Numba hash table
-        self.int_key = None
-        if len(key_schema) == 1:
-            (c, dt), = key_schema.items()
-            if dt.is_integer() and dt != pl.UInt64:
-                self.int_key = c
-        self._tab_key = np.zeros(16, np.int64)
-        self._tab_id = np.full(16, -1, np.int64)
-        self._tab_n = 0  # len(self.keys) the table reflects (-1: stale)
         self.X = np.zeros((0, plan.D), self.dtype)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict[str, np.ndarray] | None = None
@@ -270,50 +265,6 @@ class LinearStream(Partitions):
         return np.ascontiguousarray(enc.to_numpy().astype(self.dtype, copy=False))
 
     # -------------------------------------------------------------- partitions
-    def _partition_ids(self, df: pl.DataFrame) -> np.ndarray:
-        if self.int_key is not None:
-            col = df[self.int_key]
-            if col.null_count() == 0:
-                return self._int_partition_ids(col)
-        self._tab_n = -1
-        return self.ids(df)
-
-    def _int_partition_ids(self, col: pl.Series) -> np.ndarray:
-        c = self.int_key
-        vals = col.cast(pl.Int64).to_numpy()
-        n0 = len(self.keys)
-        vmin, vmax = K.min_max(vals)
-        if int(vmax) - int(vmin) < min(1 << 20, 8 * len(vals) + 1024):
-            # small key range: a direct table (the hash table is rebuilt when next needed)
-            direct = np.full(int(vmax) - int(vmin) + 1, -1, np.int64)
-            known = self.keys.filter(pl.col(c).is_between(int(vmin), int(vmax)))
-            direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
-            ids, new_keys = K.dense_ids_direct(vals, vmin, direct, n0)
-            self._tab_n = -1
-        else:
-            if self._tab_n != n0:  # rebuild the hash table from the keys (other paths added some)
-                known = self.keys.filter(pl.col(c).is_not_null())
-                size = 16
-                while size < 2 * (n0 + 1):
-                    size *= 2
-                self._tab_key = np.zeros(size, np.int64)
-                self._tab_id = np.full(size, -1, np.int64)
-                _ids, _new, self._tab_key, self._tab_id = K.dense_ids(
-                    known[c].cast(pl.Int64).to_numpy(), self._tab_key, self._tab_id, 0)
-                # dense_ids numbered them 0..m-1 in order; set the real partition ids
-                used = self._tab_id >= 0
-                self._tab_id[used] = known["__pid"].to_numpy()[self._tab_id[used]]
-                self._tab_n = n0
-            ids, new_keys, self._tab_key, self._tab_id = K.dense_ids(vals, self._tab_key, self._tab_id, n0)
-        if len(new_keys):
-            new = pl.DataFrame({c: pl.Series(c, new_keys).cast(self.keys.schema[c]),
-                                "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
-            self.keys = pl.concat([self.keys, new], how="vertical")
-            self._grow(len(self.keys))
-        if self._tab_n >= 0:
-            self._tab_n = len(self.keys)
-        return ids
-
     def _on_new_keys(self) -> None:
         self._grow(len(self.keys))
 
@@ -341,8 +292,8 @@ class LinearStream(Partitions):
         vector or carried window events, and their held-back rows (see cepvec.paths.qualified)."""
         from cepvec.paths.qualified import clone_index, copy_rows
 
-        d = self._partition_ids(dst)
-        sp = self._partition_ids(src)
+        d = self.ids(dst)
+        sp = self.ids(src)
         self.X[d] = self.X[sp]
         self.next_k[d] = self.next_k[sp]
         c = self.carry
@@ -414,7 +365,7 @@ class LinearStream(Partitions):
         halves = [(0, n_new // 2), (n_new // 2, n_new)] if par else [(0, n_new)]
         counts = None
         if n_new:
-            pid = self._partition_ids(df)
+            pid = self.ids(df)
             n_parts = max(len(self.keys), 1)
             views = None if self.mask_exprs else self._views(df)
             if views is not None:  # type codes and kept events per partition (threads)
@@ -451,10 +402,11 @@ class LinearStream(Partitions):
         seg_start = np.zeros(n_parts, np.int64)
         np.cumsum(count[:-1], out=seg_start[1:])
         total = int(count.sum())
-        # one spare slot at the end: fill_events writes dropped events there
-        ev_t = np.empty(total + 1, np.int64)
-        ev_prog = np.empty(total + 1, np.int64)
-        ev_w = np.empty((total + 1, nw), self.dtype)
+        # spare slots at the end, a cache line apart: fill_events writes dropped events there
+        spare = total + _SPARE_STRIDE * np.arange(len(halves), dtype=np.int64)
+        ev_t = np.empty(total + _SPARE_STRIDE * len(halves), np.int64)
+        ev_prog = np.empty(len(ev_t), np.int64)
+        ev_w = np.empty((len(ev_t), nw), self.dtype)
         pos = seg_start.copy()
         if len(c["t"]):
             K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
@@ -464,7 +416,7 @@ class LinearStream(Partitions):
             pos += cnt
         map_threads(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
                                           times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],
-                                          starts[i], ev_t, ev_prog, ev_w), range(len(halves)))
+                                          starts[i], ev_t, ev_prog, ev_w, spare[i]), range(len(halves)))
         ev_t, ev_prog, ev_w = ev_t[:total], ev_prog[:total], ev_w[:total]
         active = count > 0
         if emit and not self.groups_are_partitions:

@@ -96,6 +96,13 @@ class ScanRun:
         self.incremental = self.mode in (K.MODE_WITHIN, K.MODE_EMIT, K.MODE_SLIDE)
         self.programs = Programs(q, self.plan, self.schema)  # raises UnsupportedByEngine on bad types
         self.parts = Partitions(q, {c: self.schema[c] for c in q.partition_by})
+        # the columns the kernel reads once the events are bound and partitioned (gathered in
+        # partition order: the type and key columns are not carried along)
+        attrs = [c.attr for c in self.plan.components if c.kind != "count"]
+        attrs += [attr for _, _, attr in self.plan.minmax]
+        attrs += [attr for attr, _ in self.programs.icols] + list(self.programs.fcols)
+        self.kernel_cols = list(dict.fromkeys(["__t", *attrs]))
+        self.read_cols = set(q.attributes) | set(attrs)
         self.frames: list[pl.DataFrame] = []  # kept batches (no window) or the carried events
         self.held: pl.DataFrame | None = None
         self.done = _NEG  # results are final (emitted) up to this bound (see _scan)
@@ -185,7 +192,8 @@ class ScanRun:
     def _run_kernel(self, df: pl.DataFrame, done: int, bound: int) -> pl.DataFrame | None:
         """Cells (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``."""
         q, plan = self.q, self.plan
-        df = df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))  # NaN reads as null
+        floats = [c for c in df.select(pl.col(pl.Float32, pl.Float64)).columns if c in self.read_cols]
+        df = df.with_columns(pl.col(floats).fill_nan(None))  # NaN reads as null
         tcol = pl.col(q.type_col).cast(pl.String)
         bind = pl.lit(0, dtype=pl.Int64)
         for o in q.occs:
@@ -200,8 +208,9 @@ class ScanRun:
             return None
         pid = parts.ids(df)
         order, seg_all = partition_order(pid, len(parts))
-        df = df[order]
-        ev_t = np.ascontiguousarray(df["__t"].to_numpy().astype(np.int64))
+        # columns are encoded in input order, and the arrays (not the frame) put in partition order
+        df = df.select(self.kernel_cols)
+        ev_t = np.ascontiguousarray(df["__t"].to_numpy().astype(np.int64)[order])
         ev_bind = np.ascontiguousarray(bind_all[order])
         pid = pid[order]
         counts = np.diff(seg_all)
@@ -236,6 +245,8 @@ class ScanRun:
         mmv = np.ascontiguousarray(np.stack([m.codes for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.int64))
         mmok = np.ascontiguousarray(np.stack([m.ok for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.bool_))
         colI, nI, colF, nF, constI, constF = self.programs.encode(df)
+        wi, wf, mmv, mmok, colI, nI, colF, nF = (np.ascontiguousarray(a[order])
+                                                 for a in (wi, wf, mmv, mmok, colI, nI, colF, nF))
         prog_op, prog_arg, plo, phi = self.programs.arrays()
 
         # output rows per segment

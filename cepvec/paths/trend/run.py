@@ -337,8 +337,10 @@ class TrendStream:
         elif limit >= _BIG:
             self.carry = None
         else:
-            keep = ev["t"] >= self.next_k[ev["pid"]] * self.s
-            self.carry = {k: v[keep] for k, v in ev.items()}
+            keep = np.nonzero(ev["t"] >= self.next_k[ev["pid"]] * self.s)[0]
+            big = len(keep) >= threads.MIN_EVENTS_PER_THREAD
+            self.carry = dict(zip(ev, (map_threads if big else map)(lambda v: np.take(v, keep, axis=0),
+                                                                    ev.values())))
 
     def _raise(self, err: np.ndarray) -> None:
         if err[0] == K.ERR_MEMORY:

@@ -1,0 +1,109 @@
+"""Dense partition ids for integer key columns: a direct table for a small key range, an
+open-addressing hash table otherwise; new keys are numbered in order of first appearance.
+Pure array functions, shared by every path (:class:`cepvec.runtime.partitions.Partitions`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+
+@jit
+def min_max(vals):
+    lo = vals[0]
+    hi = vals[0]
+    for i in range(vals.shape[0]):
+        v = vals[i]
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
+
+
+@jit
+def dense_ids_direct(vals, vmin, direct, n_known, ids):
+    """Dense id per int64 key through a direct table (``direct[v - vmin]``, -1: new key),
+    written to ``ids``; new keys numbered from ``n_known`` in order of first appearance
+    (and entered in ``direct``). Returns the new keys."""
+    new_keys = np.empty(min(vals.shape[0], direct.shape[0]), np.int64)  # no reassignment inside the loop
+    n_new = 0
+    for i in range(vals.shape[0]):
+        j = vals[i] - vmin
+        p = direct[j]
+        if p < 0:
+            p = n_known + n_new
+            direct[j] = p
+            new_keys[n_new] = vals[i]
+            n_new += 1
+        ids[i] = p
+    return new_keys[:n_new].copy()
+
+
+@jit
+def dense_ids(vals, tab_key, tab_id, n_known):
+    """Dense id per int64 key (open addressing), new keys numbered from ``n_known``.
+
+    Returns ``(ids, new_keys, tab_key, tab_id)``; the table is grown (and
+    returned) when more than half full. Empty slots have ``tab_id < 0``.
+    """
+    n = vals.shape[0]
+    size = tab_key.shape[0]
+    ids = np.empty(n, np.int64)
+    new_keys = np.empty(16, np.int64)
+    n_new = 0
+    used = n_known
+    last_key = np.int64(0)
+    last_id = np.int64(-1)
+    for i in range(n):
+        v = vals[i]
+        if last_id >= 0 and v == last_key:
+            ids[i] = last_id
+            continue
+        j = np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & (size - 1)
+        while True:
+            if tab_id[j] < 0:
+                if 2 * (used + 1) > size:
+                    size2 = 2 * size
+                    k2 = np.zeros(size2, np.int64)
+                    i2 = np.full(size2, -1, np.int64)
+                    for jj in range(size):
+                        if tab_id[jj] >= 0:
+                            h = np.int64((np.uint64(tab_key[jj]) * np.uint64(0x9E3779B97F4A7C15))
+                                         >> np.uint64(20)) & (size2 - 1)
+                            while i2[h] >= 0:
+                                h = (h + 1) & (size2 - 1)
+                            k2[h] = tab_key[jj]
+                            i2[h] = tab_id[jj]
+                    tab_key = k2
+                    tab_id = i2
+                    size = size2
+                    j = np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & (size - 1)
+                    continue
+                tab_key[j] = v
+                tab_id[j] = used
+                if n_new == new_keys.shape[0]:
+                    nk = np.empty(2 * n_new, np.int64)
+                    for c in range(n_new):  # a loop: slice assignment compiles shape-error formatting (~1.5 s cold)
+                        nk[c] = new_keys[c]
+                    new_keys = nk
+                new_keys[n_new] = v
+                n_new += 1
+                used += 1
+                ids[i] = tab_id[j]
+                break
+            if tab_key[j] == v:
+                ids[i] = tab_id[j]
+                break
+            j = (j + 1) & (size - 1)
+        last_key = v
+        last_id = ids[i]
+    return ids, new_keys[:n_new].copy(), tab_key, tab_id
+
+
+@jit
+def renumber_new(ids, n_known, remap):
+    """``ids[i] = remap[ids[i] - n_known]`` where ``ids[i] >= n_known`` (provisional ids of new keys)."""
+    for i in range(ids.shape[0]):
+        p = ids[i]
+        if p >= n_known:
+            ids[i] = remap[p - n_known]

@@ -9,13 +9,14 @@ gets at least ``MIN_EVENTS_PER_THREAD`` events, so small inputs stay on one thre
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 #: Fewer events than this per thread are not worth a thread's hand-off.
 MIN_EVENTS_PER_THREAD = 50_000
 _POOL: ThreadPoolExecutor | None = None
+_BACKGROUND: ThreadPoolExecutor | None = None
 
 
 def n_threads() -> int:
@@ -35,6 +36,15 @@ def _pool(n: int) -> ThreadPoolExecutor:
     if _POOL is None or _POOL._max_workers < n:  # noqa: SLF001
         _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cepvec")
     return _POOL
+
+
+def in_background(fn) -> Future:
+    """``fn()`` in the one background thread of this process: a pipeline stage (the caller prepares
+    the next piece of input meanwhile and waits for the Future before it submits again)."""
+    global _BACKGROUND
+    if _BACKGROUND is None:
+        _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cepvec-pipeline")
+    return _BACKGROUND.submit(fn)
 
 
 def map_threads(fn, items) -> list:

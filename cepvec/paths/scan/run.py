@@ -107,6 +107,7 @@ class ScanRun:
         self.held: pl.DataFrame | None = None
         self.done = _NEG  # results are final (emitted) up to this bound (see _scan)
         self.cells: list[pl.DataFrame] = []
+        self.pending = None  # the Future of the piece scanning in the background (threads.in_background)
         self.last_time: int | None = None
 
     #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
@@ -164,13 +165,27 @@ class ScanRun:
         parts = [f for f in (*self.frames, new) if f is not None and len(f)]
         df = pl.concat(parts, how="vertical_relaxed") if parts else None
         if df is not None and len(df):
-            cells = self._run_kernel(df, self.done, bound)
-            if cells is not None and len(cells):
-                self.cells.append(cells)
+            job = self._kernel_job(df, self.done, bound)
+            self._wait()  # the previous piece ran in the background while this one was prepared
+            if job is not None:
+                if bound < _POS and threads.n_threads() > 1:
+                    self.pending = threads.in_background(job)
+                else:
+                    self._add(job())
             if bound < _POS:
                 df = df.filter(pl.col("__t") > bound - 2 * self.w)
             self.frames = [df]
         self.done = bound
+
+    def _wait(self) -> None:
+        """Collect the cells of the piece running in the background (its errors are raised here)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            self._add(pending.result())
+
+    def _add(self, cells: pl.DataFrame | None) -> None:
+        if cells is not None and len(cells):
+            self.cells.append(cells)
 
     def finish(self, prep: Prepared) -> pl.DataFrame:
         if self.incremental:
@@ -179,9 +194,9 @@ class ScanRun:
         else:
             df = pl.concat(self.frames, how="vertical_relaxed") if self.frames else None
             if df is not None and len(df):
-                cells = self._run_kernel(df, _NEG, _POS)
-                if cells is not None and len(cells):
-                    self.cells.append(cells)
+                job = self._kernel_job(df, _NEG, _POS)
+                self._add(job() if job is not None else None)
+        self._wait()
         self.frames = []
         if not self.cells:
             return pl.DataFrame(schema=_out_schema(self.q, prep, self.numeric))
@@ -189,8 +204,10 @@ class ScanRun:
         return _assemble(self.q, prep, self.plan, self.numeric, cells, self.parts)
 
     # ------------------------------------------------------------------ kernel call
-    def _run_kernel(self, df: pl.DataFrame, done: int, bound: int) -> pl.DataFrame | None:
-        """Cells (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``."""
+    def _kernel_job(self, df: pl.DataFrame, done: int, bound: int):
+        """The encoded events of ``df`` and a function that scans them: it returns the cells
+        (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``,
+        or raises the first overflow in segment order. None when ``df`` holds no event."""
         q, plan = self.q, self.plan
         floats = [c for c in df.select(pl.col(pl.Float32, pl.Float64)).columns if c in self.read_cols]
         df = df.with_columns(pl.col(floats).fill_nan(None))  # NaN reads as null
@@ -303,6 +320,14 @@ class ScanRun:
                        out_vi, out_vf, out_mm, err)
             return err
 
+        return lambda: self._scan_cells(run, mm, main, flo, seg_ptr, seg_pids, seg_kbase, seg_et_lo, out_ptr,
+                                        cap, ET, ev_t, out_vi, out_vf, out_mm)
+
+    def _scan_cells(self, run, mm, main, flo, seg_ptr, seg_pids, seg_kbase, seg_et_lo, out_ptr, cap, ET, ev_t,
+                    out_vi, out_vf, out_mm) -> pl.DataFrame:
+        """Run the scan (``run`` over ranges of segments, in threads) and read the cells off its output."""
+        q, parts, w = self.q, self.parts, self.w
+        n_seg, n_out = len(seg_pids), len(out_vi)
         # an event costs a scan of its window here: a thread pays off from a few thousand events, and
         # a segment weighs its events times the events in a window (a dense partition scans more);
         # the first error in segment order is raised

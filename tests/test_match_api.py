@@ -103,8 +103,8 @@ def test_matches_on_spark_equal_local(spark, strategy):
     text = with_strategy(Q, strategy)
     ev = events()
     sdf = spark.createDataFrame(ev.to_pandas())
+    want = cepvec.matches(text, ev, limit=None)  # first: the Spark workers then load the compiled kernels
     got = pl.from_pandas(cepvec.matches(text, sdf, limit=None).toPandas())
-    want = cepvec.matches(text, ev, limit=None)
     assert got.columns == want.columns
     assert _as_set(got.cast(want.schema)) == _as_set(want)
     wide = pl.from_pandas(cepvec.matches(text, sdf, limit=None, format="wide").toPandas())

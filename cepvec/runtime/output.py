@@ -15,6 +15,7 @@ import polars as pl
 from cepvec.errors import CepvecOverflowError
 from cepvec.kernels.linear import keys_increase, rank_counts, rank_scatter
 from cepvec.plan.ir import Query
+from cepvec.runtime import threads
 from cepvec.runtime.order_keys import order_values
 from cepvec.runtime.prepare import Prepared, output_schema, time_values_to_output
 
@@ -102,7 +103,23 @@ def _group_columns(q: Query, gf: pl.DataFrame, pid: np.ndarray) -> dict:
 def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
                         vcols: list) -> pl.DataFrame:
     """The result when every partition is its own group: the cells are already one per (group, key),
-    so nothing is summed; NumPy orders them by (rank of the group values, key)."""
+    so nothing is summed; NumPy orders them by (rank of the group values, key). Many cells: the
+    groups of the first and of the second half of the output are ordered and assembled in two threads."""
+    if len(cells) >= 2 * threads.MIN_EVENTS_PER_THREAD and len(gf) > 1 and threads.n_threads() > 1:
+        rank = _rank_of_pid(q, gf)[cells["__pid"].to_numpy()]
+        cut = int(np.searchsorted(np.cumsum(np.bincount(rank, minlength=len(gf))), len(cells) // 2)) + 1
+        first = rank < cut
+        if 0 < int(first.sum()) < len(cells):
+            halves = [cells.filter(pl.Series(first)), cells.filter(pl.Series(~first))]
+            frames = threads.map_threads(
+                lambda c: _cells_in_order(q, prep, plan, numeric, c, gf, vcols), halves)
+            return pl.concat(frames, how="vertical")
+    return _cells_in_order(q, prep, plan, numeric, cells, gf, vcols)
+
+
+def _cells_in_order(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
+                    vcols: list) -> pl.DataFrame:
+    """:func:`_cells_by_partition` on one thread."""
     pid = cells["__pid"].to_numpy()
     key = cells["__key"].to_numpy()
     if len(gf):  # cells come partition by partition, keys rising: a stable sort by rank is enough

@@ -39,6 +39,7 @@ def pytest_configure(config):
         os.environ["CEPVEC_TESTS"] = "slow"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers
 def pytest_collection_modifyitems(config, items):
     for it in items:  # under pytest-xdist (--dist loadgroup) every Spark test runs in one worker: one JVM
         if it.get_closest_marker("spark"):

@@ -334,7 +334,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         events = demo["make"](n, seed)
         q = compile(demo["query"])
         streams.append((q, events, _warm_up_sample(q, events)))
-    background = _compile_in_background(streams, args.engine)
+    background = _compile_in_background(streams, _demo_workload_inputs(n, seed), args.engine)
     for i, (demo, (q, events, sample)) in enumerate(zip(DEMOS, streams), 1):
         engine = choose(q, args.engine).engine
         warmup = None
@@ -370,10 +370,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_workload_inputs(n: int, seed: int) -> tuple[dict, pl.DataFrame]:
+    """The demo's Sharon e-commerce workload (6 queries) and its stream."""
+    texts = generators.ecommerce_workload(6, seed=seed, n_items=8, min_length=3, max_length=4, n_segments=3)
+    return texts, generators.ecommerce_stream(n_events=n, seed=seed, n_items=8, n_customers=5)
+
+
 def _demo_workload(n: int, seed: int, engine: str) -> None:
     """A small Sharon e-commerce workload: its sharing plan and one ``run_many`` pass."""
-    texts = generators.ecommerce_workload(6, seed=seed, n_items=8, min_length=3, max_length=4, n_segments=3)
-    events = generators.ecommerce_stream(n_events=n, seed=seed, n_items=8, n_customers=5)
+    texts, events = _demo_workload_inputs(n, seed)
     workload = compile_workload(texts)
     t0 = time.perf_counter()
     results = run_many(workload, events, engine=engine)
@@ -396,18 +401,23 @@ def _warm_up_sample(q, events: pl.DataFrame) -> pl.DataFrame:
                      ).sort(q.time_col, maintain_order=True)
 
 
-def _compile_in_background(streams, engine: str):
-    """Compile the kernel families of the later demo queries in other processes (cepvec.warmup) while
-    this one compiles the first query's; None when there is one core or nothing else to compile."""
+def _compile_in_background(streams, workload, engine: str):
+    """Compile the kernel families of the later demo queries and of the workload step in other
+    processes (cepvec.warmup) while this one compiles the first query's; None when there is one
+    core or nothing else to compile."""
     from cepvec.warmup import kernel_family, warm_up
 
     q, _, sample = streams[0]
+    texts, events = workload
     try:
         first = kernel_family(q, engine, sample.schema)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if cores < 2:
             return None
-        return warm_up([(q, s) for q, _, s in streams[1:]], engine=engine, processes=cores - 1, skip=(first,))
+        work = [(q, s) for q, _, s in streams[1:]]
+        if engine != "reference":
+            work.append((texts, events.head(256)))
+        return warm_up(work, engine=engine, processes=cores - 1, skip=(first,))
     except Exception:  # noqa: BLE001  (an optimisation only: the demo compiles in this process anyway)
         return None
 

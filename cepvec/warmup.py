@@ -38,6 +38,9 @@ def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: in
     work : iterable of (query, events)
         Query text or :class:`Query`, and a small sample of its input (a few
         dozen events with every event type of the query, the real column types).
+        A workload (a :class:`~cepvec.sharing.workload.Workload`, or a dict or
+        list of queries as :func:`cepvec.run_many` takes them) compiles the
+        shared executor's kernels (family ``"sharing"``).
     engine, numeric : as in :func:`cepvec.run`
     processes : int or None
         Most processes to start (default: the cores available to this process,
@@ -61,16 +64,26 @@ def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: in
     """
     from cepvec.api import _as_query
 
-    families: dict[str, list[tuple[str, str, str, bytes]]] = {}
+    from cepvec.sharing.workload import Workload
+
+    families: dict[str, list[tuple]] = {}
     for query, events in work:
-        q = _as_query(query)
         df = to_polars(events)
-        fam = kernel_family(q, engine, df.schema)
+        if isinstance(query, (Workload, dict, list, tuple)):  # a workload: run_many's shared executor
+            queries = query.queries if isinstance(query, Workload) else query
+            items = queries.items() if isinstance(queries, dict) else enumerate(queries)
+            q = {str(name): _as_query(text) for name, text in items}
+            fam = "sharing"
+        else:
+            q = _as_query(query)
+            fam = kernel_family(q, engine, df.schema)
         if fam == "reference" or fam in skip:
             continue
         buf = io.BytesIO()
         df.write_ipc(buf)
-        families.setdefault(fam, []).append((q.text, q.type_col, q.time_col, buf.getvalue()))
+        texts = {n: (x.text, x.type_col, x.time_col) for n, x in q.items()} if fam == "sharing" else \
+            (q.text, q.type_col, q.time_col)
+        families.setdefault(fam, []).append((texts, buf.getvalue()))
     if not families:
         return []
     if processes is None:
@@ -89,10 +102,16 @@ def _compile_family(jobs, engine: str, numeric: str) -> None:
     """In a worker process: run every (query, sample) of one family once (compiles and caches its kernels)."""
     import warnings
 
-    from cepvec.api import compile as compile_query, run
+    from cepvec.api import compile as compile_query, run, run_many
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for text, type_col, time_col, ipc in jobs:
-            q = compile_query(text, type_col=type_col, time_col=time_col)
-            run(q, pl.read_ipc(io.BytesIO(ipc)), engine=engine, numeric=numeric)
+        for texts, ipc in jobs:
+            events = pl.read_ipc(io.BytesIO(ipc))
+            if isinstance(texts, dict):  # a workload
+                queries = {n: compile_query(t, type_col=tc, time_col=mc) for n, (t, tc, mc) in texts.items()}
+                run_many(queries, events, engine=engine, numeric=numeric)
+            else:
+                text, type_col, time_col = texts
+                run(compile_query(text, type_col=type_col, time_col=time_col), events, engine=engine,
+                    numeric=numeric)

@@ -44,3 +44,17 @@ def test_warm_up_reports_a_worker_error():
     assert len(futures) == 1
     with pytest.raises(cepvec.CepvecDataError, match="null"):
         futures[0].result(timeout=240)
+
+
+def test_warm_up_compiles_a_workload():
+    """A workload (dict of texts, list, or Workload) is the "sharing" family: run_many in a worker."""
+    ev = pl.DataFrame({"type": ["A", "B", "C", "A", "B"], "time": [1, 2, 3, 4, 5]})
+    texts = {"q1": "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 4 SLIDE 2",
+             "q2": "RETURN COUNT(*) PATTERN SEQ(A, B, C) WITHIN 4 SLIDE 2"}
+    for work in (texts, list(texts.values()), cepvec.workload(texts)):
+        futures = warm_up([(work, ev)], processes=1)
+        assert len(futures) == 1 and [f.result() for f in futures] == [None]
+    assert warm_up([(texts, ev)], processes=1, skip=("sharing",)) == []
+    bad = {"q": "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 4 SLIDE 2", "r": "RETURN COUNT(*) PATTERN SEQ(A, Q)"}
+    with pytest.raises(cepvec.CepvecError):
+        warm_up([(bad, ev.drop("time"))], processes=1)[0].result()

@@ -351,3 +351,15 @@ def test_type_mismatch_in_edge_predicate():
     for engine in ("greta", "auto", "reference"):
         with pytest.raises(cepvec.CepvecTypeError, match=r"^predicate A.name > NEXT\(A\).x compares column 'name'"):
             cepvec.run(q, df, engine=engine)
+
+
+def test_nan_and_null_group_keys_stay_apart():
+    """A float GROUP-BY key: NaN and null are two groups on the scan path too (it turns NaN into null
+    for predicates and weights only after reading the partition keys)."""
+    df = pl.DataFrame({"type": ["A"] * 6, "time": [1, 2, 3, 4, 5, 6],
+                       "v": [float("nan"), None, float("nan"), None, 1.0, 1.0], "x": [1, 2, 1, 2, 1, 2]})
+    text = "RETURN v, COUNT(*) PATTERN A+ WHERE [v] AND A.x + NEXT(A).x != 3 GROUP-BY v WITHIN 10"
+    assert choose(cepvec.compile(text), "greta", df.schema).path_name == "scan"
+    got = cepvec.run(text, df, engine="greta")
+    assert len(got) == 3
+    assert got.equals(cepvec.run(text, df, engine="reference"))

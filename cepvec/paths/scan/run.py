@@ -209,7 +209,10 @@ class ScanRun:
         (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``,
         or raises the first overflow in segment order. None when ``df`` holds no event."""
         q, plan = self.q, self.plan
-        floats = [c for c in df.select(pl.col(pl.Float32, pl.Float64)).columns if c in self.read_cols]
+        # float partition keys keep NaN apart from null (Partitions.ids), so they are read before
+        # NaN turns into null for the predicates and weights
+        raw_keys = df.select(list(q.partition_by)) if self.parts.float_keys else None
+        floats = [c for c, dt in df.schema.items() if dt in (pl.Float32, pl.Float64) and c in self.read_cols]
         df = df.with_columns(pl.col(floats).fill_nan(None))  # NaN reads as null
         tcol = pl.col(q.type_col).cast(pl.String)
         bind = pl.lit(0, dtype=pl.Int64)
@@ -223,7 +226,7 @@ class ScanRun:
         parts = self.parts
         if not len(df):
             return None
-        pid = parts.ids(df)
+        pid = parts.ids(df if raw_keys is None else raw_keys.filter(pl.Series(keep)))
         order, seg_all = partition_order(pid, len(parts))
         # columns are encoded in input order, and the arrays (not the frame) put in partition order
         df = df.select(self.kernel_cols)

@@ -105,30 +105,31 @@ def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.
     """The result when every partition is its own group: the cells are already one per (group, key),
     so nothing is summed; NumPy orders them by (rank of the group values, key). Many cells: the
     groups of the first and of the second half of the output are ordered and assembled in two threads."""
+    rank_of_pid = _rank_of_pid(q, gf) if len(gf) else None
     if len(cells) >= 2 * threads.MIN_EVENTS_PER_THREAD and len(gf) > 1 and threads.n_threads() > 1:
-        rank = _rank_of_pid(q, gf)[cells["__pid"].to_numpy()]
+        rank = rank_of_pid[cells["__pid"].to_numpy()]
         cut = int(np.searchsorted(np.cumsum(np.bincount(rank, minlength=len(gf))), len(cells) // 2)) + 1
         first = rank < cut
         if 0 < int(first.sum()) < len(cells):
             halves = [cells.filter(pl.Series(first)), cells.filter(pl.Series(~first))]
             frames = threads.map_threads(
-                lambda c: _cells_in_order(q, prep, plan, numeric, c, gf, vcols), halves)
+                lambda c: _cells_in_order(q, prep, plan, numeric, c, gf, vcols, rank_of_pid), halves)
             return pl.concat(frames, how="vertical")
-    return _cells_in_order(q, prep, plan, numeric, cells, gf, vcols)
+    return _cells_in_order(q, prep, plan, numeric, cells, gf, vcols, rank_of_pid)
 
 
 def _cells_in_order(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
-                    vcols: list) -> pl.DataFrame:
-    """:func:`_cells_by_partition` on one thread."""
+                    vcols: list, rank_of_pid: np.ndarray | None) -> pl.DataFrame:
+    """:func:`_cells_by_partition` on one thread (``rank_of_pid``: :func:`_rank_of_pid`, None without groups)."""
     pid = cells["__pid"].to_numpy()
     key = cells["__key"].to_numpy()
     if len(gf):  # cells come partition by partition, keys rising: a stable sort by rank is enough
-        rank = _rank_of_pid(q, gf)[pid]
+        rank = rank_of_pid[pid]
         if len(gf) <= 1 << 16:  # NumPy's stable sort of 16-bit integers is a radix sort
             rank = rank.astype(np.uint16)
         order = np.argsort(rank, kind="stable")
         if not keys_increase(pid[order], key[order]):
-            order = np.lexsort((key, _rank_of_pid(q, gf)[pid]))
+            order = np.lexsort((key, rank_of_pid[pid]))
     else:
         order = np.arange(len(cells))
     g = cells[order] if len(cells) else cells

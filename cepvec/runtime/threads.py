@@ -47,10 +47,11 @@ def in_background(fn) -> Future:
     return _BACKGROUND.submit(fn)
 
 
-def map_threads(fn, items) -> list:
-    """``[fn(x) for x in items]``, in threads when there are several items (results in order)."""
+def map_threads(fn, items, events: int | None = None) -> list:
+    """``[fn(x) for x in items]``, in threads when there are several items (results in order);
+    on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``."""
     items = list(items)
-    k = min(len(items), n_threads())
+    k = min(len(items), n_threads()) if events is None or events >= MIN_EVENTS_PER_THREAD else 1
     if k <= 1:
         return [fn(x) for x in items]
     futs = [_pool(k).submit(fn, x) for x in items]

@@ -26,7 +26,6 @@ from cepvec.kernels import trend as K
 from cepvec.paths.base import feed
 from cepvec.runtime.output import build_output_frame, overflow_error
 from cepvec.paths.trend.plan import TrendPlan, build
-from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask, to_polars
@@ -58,8 +57,7 @@ def _gather_events(parts: list[dict], n_parts: int) -> dict:
             out = x if out is None else np.where(mine if x.ndim == 1 else mine[:, None], x, out)
         return out
 
-    cols = map_threads(gather, _EVENT_KEYS) if len(order) >= threads.MIN_EVENTS_PER_THREAD else map(gather, _EVENT_KEYS)
-    ev = dict(zip(_EVENT_KEYS, cols))
+    ev = dict(zip(_EVENT_KEYS, map_threads(gather, _EVENT_KEYS, events=len(order))))
     ev["__order"], ev["__seg"] = order, seg
     return ev
 
@@ -338,9 +336,8 @@ class TrendStream:
             self.carry = None
         else:
             keep = np.nonzero(ev["t"] >= self.next_k[ev["pid"]] * self.s)[0]
-            big = len(keep) >= threads.MIN_EVENTS_PER_THREAD
-            self.carry = dict(zip(ev, (map_threads if big else map)(lambda v: np.take(v, keep, axis=0),
-                                                                    ev.values())))
+            self.carry = dict(zip(ev, map_threads(lambda v: np.take(v, keep, axis=0), ev.values(),
+                                                  events=len(keep))))
 
     def _raise(self, err: np.ndarray) -> None:
         if err[0] == K.ERR_MEMORY:

@@ -113,3 +113,25 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
     assert one_ids.tolist() == two_ids.tolist()
     assert one_new.tolist() == two_new.tolist()
     assert one_direct.tolist() == two_direct.tolist()
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6)), max_size=40),
+       perm_seed=st.integers(0, 2**32 - 1), n_threads=st.sampled_from(["1", "2", "3"]))
+def test_output_order_by_rank_is_a_sort(rows, perm_seed, n_threads):
+    """The output order of result cells (cepvec.runtime.output._order_by_rank: counting sort by the
+    rank of the partition in row ranges, one per thread; keys checked to rise within each range
+    and across ranges, else a full sort) is the (rank, key) order, whatever the arrival order."""
+    from cepvec.runtime.output import _order_by_rank
+
+    pid = np.array([p for p, _ in rows], np.int64)
+    key = np.array([k for _, k in rows], np.int64)
+    rank = np.random.default_rng(perm_seed).permutation(6).astype(np.int64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CEPVEC_NUM_THREADS", n_threads)
+        mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        order = _order_by_rank(rank, pid, key)
+    expect = sorted(range(len(rows)), key=lambda i: (rank[pid[i]], key[i], i))
+    got = order.tolist()
+    assert sorted(got) == list(range(len(rows)))
+    assert [(rank[pid[i]], key[i]) for i in got] == [(rank[pid[i]], key[i]) for i in expect]

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.errors import CepvecOverflowError
-from cepvec.kernels.linear import keys_increase, rank_counts, rank_scatter
+from cepvec.kernels.linear import keys_increase, rank_counts, rank_histogram, rank_place, rank_scatter
 from cepvec.plan.ir import Query
 from cepvec.runtime import threads
 from cepvec.runtime.order_keys import order_values
@@ -100,41 +100,52 @@ def _group_columns(q: Query, gf: pl.DataFrame, pid: np.ndarray) -> dict:
     return {gcol: sel[gcol] for gcol in q.group_by}
 
 
+def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Row order by (rank of the partition, key): a stable counting sort when every partition's
+    keys arrive rising (the rows cut in one range per thread: histograms, then placement), else
+    a full sort."""
+    n, n_ranks = len(pid), len(rank_of_pid)
+    k = max(1, min(threads.n_threads(), n // threads.MIN_EVENTS_PER_THREAD))
+    cuts = np.linspace(0, n, k + 1).astype(np.int64)
+    jobs = [(int(a), int(b), j) for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+    counts = np.zeros((k, n_ranks), np.int64)
+    first = np.full((k, n_ranks), np.iinfo(np.int64).max)
+    last = np.full((k, n_ranks), np.iinfo(np.int64).min)
+    oks = threads.map_threads(
+        lambda r: rank_histogram(rank_of_pid, pid, key, r[0], r[1], counts[r[2]], first[r[2]], last[r[2]]), jobs)
+    # across ranges: a partition's first key in a range above its last key in every earlier range
+    rising = all(oks) and all((first[j] > last[:j].max(axis=0)).all() for j in range(1, k))
+    if not rising:
+        return np.lexsort((key, rank_of_pid[pid]))
+    # range j's rows of rank r go after every row of a lower rank and after ranges < j of rank r
+    flat = counts.T.reshape(-1)
+    pos = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(n_ranks, k).T)
+    order = np.empty(n, np.int64)
+    threads.map_threads(lambda r: rank_place(rank_of_pid, pid, r[0], r[1], pos[r[2]], order), jobs)
+    return order
+
+
 def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
                         vcols: list) -> pl.DataFrame:
     """The result when every partition is its own group: the cells are already one per (group, key),
-    so nothing is summed; NumPy orders them by (rank of the group values, key). Many cells: the
-    groups of the first and of the second half of the output are ordered and assembled in two threads."""
-    rank_of_pid = _rank_of_pid(q, gf) if len(gf) else None
-    if len(cells) >= 2 * threads.MIN_EVENTS_PER_THREAD and len(gf) > 1 and threads.n_threads() > 1:
-        rank = rank_of_pid[cells["__pid"].to_numpy()]
-        cut = int(np.searchsorted(np.cumsum(np.bincount(rank, minlength=len(gf))), len(cells) // 2)) + 1
-        first = rank < cut
-        if 0 < int(first.sum()) < len(cells):
-            halves = [cells.filter(pl.Series(first)), cells.filter(pl.Series(~first))]
-            frames = threads.map_threads(
-                lambda c: _cells_in_order(q, prep, plan, numeric, c, gf, vcols, rank_of_pid), halves)
-            return pl.concat(frames, how="vertical")
-    return _cells_in_order(q, prep, plan, numeric, cells, gf, vcols, rank_of_pid)
-
-
-def _cells_in_order(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
-                    vcols: list, rank_of_pid: np.ndarray | None) -> pl.DataFrame:
-    """:func:`_cells_by_partition` on one thread (``rank_of_pid``: :func:`_rank_of_pid`, None without groups)."""
+    so nothing is summed. A counting sort by the rank of the group values orders them (the keys of
+    a partition arrive rising; checked, else a full sort); the columns are gathered in threads."""
     pid = cells["__pid"].to_numpy()
     key = cells["__key"].to_numpy()
-    if len(gf):  # cells come partition by partition, keys rising: a stable sort by rank is enough
-        rank = rank_of_pid[pid]
-        if len(gf) <= 1 << 16:  # NumPy's stable sort of 16-bit integers is a radix sort
-            rank = rank.astype(np.uint16)
-        order = np.argsort(rank, kind="stable")
-        if not keys_increase(pid[order], key[order]):
-            order = np.lexsort((key, rank_of_pid[pid]))
+    if len(gf):
+        order = _order_by_rank(_rank_of_pid(q, gf), pid, key)
     else:
-        order = np.arange(len(cells))
-    g = cells[order] if len(cells) else cells
-    return assemble_output(q, prep, plan, numeric, _group_columns(q, gf, pid[order]), key[order],
-                           {c: g[c] for c in vcols})
+        order = np.arange(len(pid), dtype=np.int64)
+    cols = {"__pid": pid, "__key": key, **{c: cells[c] for c in vcols}}
+
+    def take(x):
+        if isinstance(x, pl.Series):  # values: NumPy when there are no nulls (a plain gather)
+            return pl.Series(x.name, np.take(x.to_numpy(), order)) if not x.null_count() else x.gather(order)
+        return np.take(x, order)
+
+    taken = dict(zip(cols, threads.map_threads(take, cols.values(), events=len(order) * len(cols))))
+    return assemble_output(q, prep, plan, numeric, _group_columns(q, gf, taken["__pid"]), taken["__key"],
+                           {c: taken[c] for c in vcols})
 
 
 def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
@@ -205,7 +216,7 @@ def assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: di
     data: dict[str, pl.Series] = {}
     for gcol, lab in zip(q.group_by, q.group_labels):
         data[lab] = group_cols[gcol].rename(lab).cast(out_schema[lab])
-    keyv = pl.Series("__key", np.asarray(keyv, dtype=np.int64))
+    keyv = np.asarray(keyv, dtype=np.int64)
     if q.window.kind == "slide":
         start = keyv * prep.s
         data["window_start"] = time_values_to_output(start, prep.unit, prep.time_dtype).rename("window_start")

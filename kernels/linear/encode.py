@@ -211,6 +211,33 @@ def rank_scatter(rank_of_pid, pid, key, val, pos, out_pid, out_key, out_val):
 
 
 @jit
+def rank_histogram(rank_of_pid, pid, key, lo, hi, count, first, last):
+    """Rows ``[lo, hi)`` of the result: ``count[rank]`` += 1 per row of a partition of that rank;
+    ``first`` / ``last`` (filled with the int64 max / min by the caller) get each partition's first
+    and last key. Returns True when the keys of every partition strictly rise in these rows."""
+    ok = True
+    for i in range(lo, hi):
+        p = pid[i]
+        count[rank_of_pid[p]] += 1
+        if key[i] <= last[p]:
+            ok = False
+        if first[p] == np.iinfo(np.int64).max:
+            first[p] = key[i]
+        last[p] = key[i]
+    return ok
+
+
+@jit
+def rank_place(rank_of_pid, pid, lo, hi, pos, order):
+    """Stable counting sort, second pass: row ``i`` of ``[lo, hi)`` goes to ``order[pos[rank]]``
+    (``pos`` advanced in place; ranges placed in threads get disjoint ``pos``)."""
+    for i in range(lo, hi):
+        r = rank_of_pid[pid[i]]
+        order[pos[r]] = i
+        pos[r] += 1
+
+
+@jit
 def keys_increase(pid, key):
     """True when within every run of equal partition ids the keys strictly increase."""
     for i in range(1, pid.shape[0]):

@@ -321,15 +321,13 @@ class TrendStream:
         for _, err in results:  # the first error in segment order, as one call would stop there
             if err[0]:
                 self._raise(err)
-        res = [np.concatenate(parts) for parts in zip(*(r for r, _ in results))] if len(results) > 1 \
-            else results[0][0]
-        out_pid, out_key, out_vi, out_vf, so_pid, so_tr, so_key, so_vi, so_vf = res
-        if len(out_pid):
-            self.outputs.append((out_pid, out_key, out_vi, out_vf))
+        for r, _ in results:  # per thread, in segment order (not concatenated: result_cells does it once)
+            if len(r[0]):
+                self.outputs.append(tuple(r[:4]))
         if self.mode == K.MODE_NONE:
             rest = {k: v[~sel] for k, v in st.items()}
-            merged = {k: np.concatenate([rest[k], v]) for k, v in
-                      zip(("pid", "tr", "key", "vi", "vf"), (so_pid, so_tr, so_key, so_vi, so_vf))}
+            merged = {k: np.concatenate([rest[k]] + [r[4 + j] for r, _ in results])
+                      for j, k in enumerate(("pid", "tr", "key", "vi", "vf"))}
             o = np.argsort(merged["pid"], kind="stable")
             self.state = {k: np.ascontiguousarray(v[o]) for k, v in merged.items()}
         elif limit >= _BIG:

@@ -26,6 +26,7 @@ from cepvec.kernels import trend as K
 from cepvec.paths.base import feed
 from cepvec.runtime.output import build_output_frame, overflow_error
 from cepvec.paths.trend.plan import TrendPlan, build
+from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask, to_polars
@@ -225,18 +226,44 @@ class TrendStream:
         return len(self.carry["t"]) if self.carry is not None else 0
 
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
-        """Consume the next time-ordered batch (``times`` in the time unit)."""
+        """Consume the next time-ordered batch (``times`` in the time unit).
+
+        SLIDE: a large batch is cut into pieces; while one piece runs in the background
+        (``threads.in_background``), the next is encoded. A piece's length depends on the carry
+        left by the piece before the one running (known, so the cuts do not depend on timing).
+        """
         n = len(df)
         if self.mode != K.MODE_SLIDE or n <= self.CHUNK:
-            self._push(df, times)
+            cut = self._cut(df, times)
+            if cut is not None:
+                self._process(*cut)
             return
-        a = 0
-        while a < n:
-            b = min(n, a + max(self.CHUNK, 2 * self._carry_len()))
-            self._push(df[a:b], times[a:b])
-            a = b
+        pending, carry_len, a = None, self._carry_len(), 0
+        try:
+            while a < n:
+                b = min(n, a + max(self.CHUNK, 2 * carry_len))
+                cut = self._cut(df[a:b], times[a:b])
+                a = b
+                if cut is None:
+                    continue
+                new, n_parts = self._encode_new(cut[0]), len(self.parts)
+                if pending is not None:
+                    pending, done = None, pending
+                    done.result()
+                    carry_len = self._carry_len()
+                job = (lambda new=new, tmax=cut[1], n_parts=n_parts: self._run(new, tmax, n_parts))
+                if threads.n_threads() > 1:
+                    pending = threads.in_background(job)
+                else:
+                    job()
+                    carry_len = self._carry_len()
+        finally:
+            if pending is not None:
+                pending.result()
 
-    def _push(self, df: pl.DataFrame, times: np.ndarray) -> None:
+    def _cut(self, df: pl.DataFrame, times: np.ndarray) -> tuple[pl.DataFrame, int] | None:
+        """The rows of ``df`` (after the rows held back before it) to process now and their bound:
+        the rows of the last time stamp are held back (the next batch may continue it)."""
         if len(df) and self.last_time is not None and times[0] < self.last_time:
             raise CepvecDataError(
                 f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
@@ -246,15 +273,13 @@ class TrendStream:
             df = pl.concat([self.held, df], how="vertical_relaxed")
             self.held = None
         if not len(df):
-            return
-        # equal time stamps may continue in the next batch: hold the last one back
+            return None
         tv = df["__t"].to_numpy()
         tmax = int(tv[-1])
         cut = int(np.searchsorted(tv, tmax, side="left"))
         self.held = df[cut:]
-        df = df[:cut]
         self.last_time = tmax
-        self._process(df, tmax)
+        return df[:cut], tmax
 
     def finish(self) -> None:
         if self.finished:
@@ -270,18 +295,26 @@ class TrendStream:
             self.outputs.append((st["pid"][fin][nz], np.zeros(int(nz.sum()), np.int64), vi[nz], st["vf"][fin][nz]))
 
     def _process(self, df: pl.DataFrame | None, limit: int) -> None:
+        self._run(self._encode_new(df), limit, len(self.parts))
+
+    def _encode_new(self, df: pl.DataFrame | None) -> dict | None:
+        """The encoded events of ``df`` with their partition ids (None: no event of the pattern)."""
+        if df is None or not len(df):
+            return None
+        enc = self._encode(df)
+        keep = (enc["bind"] != 0) | (enc["neg"] != 0)
+        if not keep.any():
+            return None
+        enc["t"] = df["__t"].to_numpy().astype(np.int64)
+        enc["pid"] = self.parts.ids(df.filter(pl.Series(keep)))
+        enc["__keep"] = np.flatnonzero(keep)
+        return enc
+
+    def _run(self, new: dict | None, limit: int, n_parts: int) -> None:
+        """Run the carried events and ``new`` (ids below ``n_parts``) up to ``limit``."""
         plan = self.plan
-        new = None
-        if df is not None and len(df):
-            enc = self._encode(df)
-            keep = (enc["bind"] != 0) | (enc["neg"] != 0)
-            enc["t"] = df["__t"].to_numpy().astype(np.int64)
-            if keep.any():
-                new = enc
-                new["pid"] = self.parts.ids(df.filter(pl.Series(keep)))
-                new["__keep"] = np.flatnonzero(keep)
-        if len(self.next_k) < len(self.parts):
-            nk = np.zeros(len(self.parts), np.int64)
+        if len(self.next_k) < n_parts:
+            nk = np.zeros(n_parts, np.int64)
             nk[: len(self.next_k)] = self.next_k
             self.next_k = nk
         parts = [p for p in (self.carry, new) if p is not None and len(p["t"])]
@@ -289,7 +322,7 @@ class TrendStream:
             if self.mode == K.MODE_SLIDE and limit >= _BIG:
                 self.carry = None
             return
-        ev = _gather_events(parts, len(self.parts))
+        ev = _gather_events(parts, n_parts)
         order = ev.pop("__order")
         seg_all = ev.pop("__seg")
         counts = np.diff(seg_all)

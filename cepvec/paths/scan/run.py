@@ -173,7 +173,8 @@ class ScanRun:
                 else:
                     self._add(job())
             if bound < _POS:
-                df = df.filter(pl.col("__t") > bound - 2 * self.w)
+                # rows are in time order: the carry is a suffix
+                df = df[int(np.searchsorted(df["__t"].to_numpy(), bound - 2 * self.w, side="right")):]
             self.frames = [df]
         self.done = bound
 
@@ -211,22 +212,26 @@ class ScanRun:
         q, plan = self.q, self.plan
         # float partition keys keep NaN apart from null (Partitions.ids), so they are read before
         # NaN turns into null for the predicates and weights
-        raw_keys = df.select(list(q.partition_by)) if self.parts.float_keys else None
+        keys = list(q.partition_by)
+        raw = {c: f"__raw{j}" for j, c in enumerate(keys)} if self.parts.float_keys else {}
         floats = [c for c, dt in df.schema.items() if dt in (pl.Float32, pl.Float64) and c in self.read_cols]
-        df = df.with_columns(pl.col(floats).fill_nan(None))  # NaN reads as null
         tcol = pl.col(q.type_col).cast(pl.String)
         bind = pl.lit(0, dtype=pl.Int64)
         for o in q.occs:
             m = tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))
             bind = bind | pl.when(m).then(pl.lit(1 << o.id, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
-        bind_all = df.select(bind.alias("b"))["b"].to_numpy().astype(np.int64)
-        keep = bind_all != 0
-        df = df.filter(pl.Series(keep))
-        bind_all = bind_all[keep]
-        parts = self.parts
+        # one Polars query: NaN reads as null for the predicates and weights, events of no
+        # position are dropped; float partition keys are read raw (Partitions.ids keeps NaN apart
+        # from null)
+        df = (df.lazy().with_columns([pl.col(c).alias(a) for c, a in raw.items()])
+              .with_columns(pl.col(floats).fill_nan(None)).with_columns(bind.alias("__bind"))
+              .filter(pl.col("__bind") != 0)
+              .select(list(dict.fromkeys(["__bind", *self.kernel_cols, *(raw.values() if raw else keys)]))).collect())
         if not len(df):
             return None
-        pid = parts.ids(df if raw_keys is None else raw_keys.filter(pl.Series(keep)))
+        bind_all = df["__bind"].to_numpy().astype(np.int64)
+        parts = self.parts
+        pid = parts.ids(df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df)
         order, seg_all = partition_order(pid, len(parts))
         # columns are encoded in input order, and the arrays (not the frame) put in partition order
         df = df.select(self.kernel_cols)

@@ -107,12 +107,14 @@ class ScanRun:
         self.held: pl.DataFrame | None = None
         self.done = _NEG  # results are final (emitted) up to this bound (see _scan)
         self.cells: list[pl.DataFrame] = []
-        self.pending = None  # the Future of the piece scanning in the background (threads.in_background)
+        self.pending: list = []  # Futures of the pieces scanning in the background (threads.in_background)
         self.last_time: int | None = None
 
     #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
     #: (events x buckets) stay proportional to the piece plus the carry, not to the batch
     CHUNK = 1 << 16
+    #: pieces that may scan in the background (queued) while the next one is prepared
+    PIPELINE = 3
 
     def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
         """New partitions ``dst`` (key frames) start with the events of partitions ``src``: kept
@@ -145,7 +147,7 @@ class ScanRun:
             self.frames.append(df)
             return
         if self.held is not None:
-            df = pl.concat([self.held, df], how="vertical_relaxed")
+            df = pl.concat([self.held, df], how="vertical_relaxed", rechunk=False)
         # equal time stamps may continue in the next batch: hold the last one back
         tv = df["__t"].to_numpy()
         cut = int(np.searchsorted(tv, tv[-1], side="left"))
@@ -163,14 +165,17 @@ class ScanRun:
         after ``bound - 2w`` are carried to the next call and replayed.
         """
         parts = [f for f in (*self.frames, new) if f is not None and len(f)]
-        df = pl.concat(parts, how="vertical_relaxed") if parts else None
+        df = pl.concat(parts, how="vertical_relaxed", rechunk=False) if parts else None
         if df is not None and len(df):
             job = self._kernel_job(df, self.done, bound)
-            self._wait()  # the previous piece ran in the background while this one was prepared
+            # earlier pieces scan in the background while this one is prepared; up to PIPELINE of
+            # them queue, so the preparing thread rarely waits and the cores stay busy
+            self._wait(self.PIPELINE - 1)
             if job is not None:
                 if bound < _POS and threads.n_threads() > 1:
-                    self.pending = threads.in_background(job)
+                    self.pending.append(threads.in_background(job))
                 else:
+                    self._wait()
                     self._add(job())
             if bound < _POS:
                 # rows are in time order: the carry is a suffix
@@ -178,11 +183,11 @@ class ScanRun:
             self.frames = [df]
         self.done = bound
 
-    def _wait(self) -> None:
-        """Collect the cells of the piece running in the background (its errors are raised here)."""
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            self._add(pending.result())
+    def _wait(self, keep: int = 0) -> None:
+        """Collect the cells of the pieces scanning in the background, oldest first, until ``keep``
+        are left (their errors are raised here, in input order)."""
+        while len(self.pending) > keep:
+            self._add(self.pending.pop(0).result())
 
     def _add(self, cells: pl.DataFrame | None) -> None:
         if cells is not None and len(cells):

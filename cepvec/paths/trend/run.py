@@ -270,7 +270,7 @@ class TrendStream:
                 "batches must arrive in time order")
         df = df.with_columns(pl.Series("__t", np.asarray(times, np.int64)))
         if self.held is not None:
-            df = pl.concat([self.held, df], how="vertical_relaxed")
+            df = pl.concat([self.held, df], how="vertical_relaxed", rechunk=False)
             self.held = None
         if not len(df):
             return None

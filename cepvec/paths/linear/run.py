@@ -444,7 +444,8 @@ class LinearStream(Partitions):
 
         def run(r):
             a, b = r
-            if self.order_ties and K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
+            if self.order_ties and b > a and _has_ties(ev_t[seg_lo[a]:seg_hi[b - 1]]) and \
+                    K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
                 K.order_long_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
             e = np.zeros(3, np.int64)
             return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
@@ -549,3 +550,9 @@ class LinearRun:
             st.finish()
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
+
+
+def _has_ties(t: np.ndarray) -> bool:
+    """Whether two neighbours of ``t`` (events in partition order) have one time: without, no tie
+    needs ordering, and a first run on tie-free data does not compile ``order_ties``."""
+    return len(t) > 1 and bool(np.any(t[1:] == t[:-1]))

@@ -385,17 +385,27 @@ def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFra
     """Sum the cells of the partitions of each group (min/max for MIN/MAX), then finish the aggregates."""
     if not len(cells):
         return pl.DataFrame(schema=_out_schema(q, prep, numeric))
-    if q.group_by:
-        cells = cells.join(parts.group_frame(), on="__pid", how="left")
     by = list(q.group_by) + ["__key"]
     vcols = [c for c in cells.columns if c.startswith("__v")]
     int_cols = [c for c in vcols if cells.schema[c].is_integer()]
-    if sums_overflow(cells, by, int_cols):
-        raise overflow_error(q, "when adding up the partitions of a group")
     aggs = [pl.col(c).sum() for c in vcols]
     for m in range(len(plan.minmax)):
         aggs += [pl.col(f"__mn{m}").min(), pl.col(f"__mx{m}").max()]
-    g = cells.group_by(by, maintain_order=True).agg(aggs).sort(by, nulls_last=True)
+    if list(q.partition_by) == list(q.group_by):
+        # each partition is its own group: sum the cells by (partition, key), integers, then read
+        # the group values of the (fewer) sums
+        if sums_overflow(cells, ["__pid", "__key"], int_cols):
+            raise overflow_error(q, "when adding up the partitions of a group")
+        g = cells.group_by(["__pid", "__key"]).agg(aggs)
+        if q.group_by:
+            g = g.join(parts.group_frame(), on="__pid", how="left")
+    else:
+        if q.group_by:
+            cells = cells.join(parts.group_frame(), on="__pid", how="left")
+        if sums_overflow(cells, by, int_cols):
+            raise overflow_error(q, "when adding up the partitions of a group")
+        g = cells.group_by(by).agg(aggs)
+    g = g.sort(by, nulls_last=True)
     keyv = g["__key"].to_numpy()
     group_cols = {gcol: g[gcol] for gcol in q.group_by}
     vals = {c: g[c] for c in vcols}

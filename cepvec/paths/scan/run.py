@@ -113,6 +113,8 @@ class ScanRun:
     #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
     #: (events x buckets) stay proportional to the piece plus the carry, not to the batch
     CHUNK = 1 << 16
+    #: a piece holds at least this many events per partition seen so far
+    EVENTS_PER_PARTITION = 16
     #: pieces that may scan in the background (queued) while the next one is prepared
     PIPELINE = 3
 
@@ -123,6 +125,8 @@ class ScanRun:
 
         def with_copies(f: pl.DataFrame) -> pl.DataFrame:
             extra = copy_rows(f, src, dst)
+            if "__pid" in extra.columns:  # encoded rows: the copies belong to the new partitions
+                extra = extra.with_columns(pl.Series("__pid", self.parts.ids(extra), dtype=pl.Int64))
             return pl.concat([f, extra], how="vertical_relaxed").sort("__t", maintain_order=True) if len(extra) else f
 
         self.frames = [with_copies(f) for f in self.frames if len(f)]
@@ -130,11 +134,12 @@ class ScanRun:
             self.held = with_copies(self.held)
 
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
-        """Consume the next time-ordered batch (``times`` in the time unit)."""
-        if self.incremental and len(df) > self.CHUNK:
-            for a in range(0, len(df), self.CHUNK):
-                self.push(df[a:a + self.CHUNK], times[a:a + self.CHUNK])
-            return
+        """Consume the next time-ordered batch (``times`` in the time unit).
+
+        With a window, the batch is first reduced to the pattern's events, encoded by one Polars
+        query (:meth:`_events`; not with float partition keys, whose NaN and null stay apart only
+        until the query turns NaN into null), then scanned in pieces of ``CHUNK`` events.
+        """
         if not len(df):
             return
         if self.last_time is not None and times[0] < self.last_time:
@@ -146,6 +151,16 @@ class ScanRun:
         if not self.incremental:
             self.frames.append(df)
             return
+        if not self.parts.float_keys:
+            df = self._events(df)
+            df = df.with_columns(pl.Series("__pid", self.parts.ids(df), dtype=pl.Int64))
+        a = 0
+        while a < len(df):  # many partitions: longer pieces (a piece's cost per partition is fixed)
+            b = a + max(self.CHUNK, self.EVENTS_PER_PARTITION * len(self.parts))
+            self._push_piece(df[a:b])
+            a = b
+
+    def _push_piece(self, df: pl.DataFrame) -> None:
         if self.held is not None:
             df = pl.concat([self.held, df], how="vertical_relaxed", rechunk=False)
         # equal time stamps may continue in the next batch: hold the last one back
@@ -154,6 +169,25 @@ class ScanRun:
         self.held = df[cut:]
         if cut:
             self._scan(df[:cut], int(tv[-1]))
+
+    def _events(self, df: pl.DataFrame) -> pl.DataFrame:
+        """The events of ``df`` that can bind a position, with their position bits ``__bind``, the
+        columns the kernel reads (NaN read as null, as for the predicates) and the partition keys
+        (float keys read raw under ``__raw{j}``: Partitions.ids keeps NaN apart from null)."""
+        q = self.q
+        keys = list(q.partition_by)
+        raw = {c: f"__raw{j}" for j, c in enumerate(keys)} if self.parts.float_keys else {}
+        floats = [c for c, dt in df.schema.items() if dt in (pl.Float32, pl.Float64) and c in self.read_cols]
+        tcol = pl.col(q.type_col).cast(pl.String)
+        bind = pl.lit(0, dtype=pl.Int64)
+        for o in q.occs:
+            m = tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))
+            bind = bind | pl.when(m).then(pl.lit(1 << o.id, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
+        return (df.lazy().with_columns([pl.col(c).alias(a) for c, a in raw.items()])
+                .with_columns(pl.col(floats).fill_nan(None)).with_columns(bind.alias("__bind"))
+                .filter(pl.col("__bind") != 0)
+                .select(list(dict.fromkeys(["__bind", *self.kernel_cols, *(raw.values() if raw else keys)])))
+                .collect())
 
     def _scan(self, new: pl.DataFrame | None, bound: int) -> None:
         """Scan the carried events and ``new`` (all before ``bound``); emit what became final.
@@ -215,28 +249,17 @@ class ScanRun:
         (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``,
         or raises the first overflow in segment order. None when ``df`` holds no event."""
         q, plan = self.q, self.plan
-        # float partition keys keep NaN apart from null (Partitions.ids), so they are read before
-        # NaN turns into null for the predicates and weights
-        keys = list(q.partition_by)
-        raw = {c: f"__raw{j}" for j, c in enumerate(keys)} if self.parts.float_keys else {}
-        floats = [c for c, dt in df.schema.items() if dt in (pl.Float32, pl.Float64) and c in self.read_cols]
-        tcol = pl.col(q.type_col).cast(pl.String)
-        bind = pl.lit(0, dtype=pl.Int64)
-        for o in q.occs:
-            m = tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))
-            bind = bind | pl.when(m).then(pl.lit(1 << o.id, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
-        # one Polars query: NaN reads as null for the predicates and weights, events of no
-        # position are dropped; float partition keys are read raw (Partitions.ids keeps NaN apart
-        # from null)
-        df = (df.lazy().with_columns([pl.col(c).alias(a) for c, a in raw.items()])
-              .with_columns(pl.col(floats).fill_nan(None)).with_columns(bind.alias("__bind"))
-              .filter(pl.col("__bind") != 0)
-              .select(list(dict.fromkeys(["__bind", *self.kernel_cols, *(raw.values() if raw else keys)]))).collect())
+        if "__bind" not in df.columns:  # not encoded when pushed (no window, float keys)
+            df = self._events(df)
+        raw = {c: f"__raw{j}" for j, c in enumerate(q.partition_by)} if self.parts.float_keys else {}
         if not len(df):
             return None
         bind_all = df["__bind"].to_numpy().astype(np.int64)
         parts = self.parts
-        pid = parts.ids(df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df)
+        if "__pid" in df.columns:  # partition ids of the whole batch, taken when it was pushed
+            pid = df["__pid"].to_numpy()
+        else:
+            pid = parts.ids(df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df)
         order, seg_all = partition_order(pid, len(parts))
         # columns are encoded in input order, and the arrays (not the frame) put in partition order
         df = df.select(self.kernel_cols)

@@ -25,10 +25,12 @@ from cepvec.errors import (CepvecDataError, CepvecError, CepvecOverflowError, Ce
 from cepvec.plan.ir import Query
 
 from cepvec._version import __version__  # noqa: F401  (re-exported)
+from cepvec.runtime.memory import tune_allocator as _tune_allocator
 from cepvec.explain import explain as _explain
 from cepvec.plan import ir as _ir
 
 _ir.EXPLAINER[0] = _explain  # Query.explain() (the plan layer does not import the layers above it)
+_tune_allocator()  # large arrays stay in the heap between batches (cepvec/runtime/memory.py)
 
 __all__ = [
     "compile", "run", "matches", "iter_matches", "kernel", "partition", "spark_errors", "Query", "run_many",

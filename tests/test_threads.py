@@ -132,8 +132,9 @@ def test_output_order_by_rank_is_a_sort(rows, perm_seed, n_threads):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", n_threads)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
-        order = _order_by_rank(rank, pid, key)
+        order, per_rank = _order_by_rank(rank, pid, key)
     expect = sorted(range(len(rows)), key=lambda i: (rank[pid[i]], key[i], i))
     got = order.tolist()
+    assert per_rank.tolist() == np.bincount(rank[pid], minlength=6).tolist()
     assert sorted(got) == list(range(len(rows)))
     assert [(rank[pid[i]], key[i]) for i in got] == [(rank[pid[i]], key[i]) for i in expect]

@@ -85,25 +85,19 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
     return assemble_output(q, prep, plan, numeric, group_cols, keyv, vals)
 
 
-def _rank_of_pid(q: Query, gf: pl.DataFrame) -> np.ndarray:
-    """Position of every partition id in the output order of its group values (nulls last)."""
+def _rank_of_pid(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame]:
+    """Position of every partition id in the output order of its group values (nulls last), and
+    ``gf`` in that order."""
     ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
     rank_of_pid = np.empty(len(gf), np.int64)
     rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
-    return rank_of_pid
+    return rank_of_pid, ranked
 
 
-def _group_columns(q: Query, gf: pl.DataFrame, pid: np.ndarray) -> dict:
-    """The group values of the partitions ``pid``, one column per GROUP-BY attribute."""
-    idx = pid if _is_arange(gf["__pid"]) else np.searchsorted(gf["__pid"].to_numpy(), pid)
-    sel = gf.select(list(q.group_by)).gather(pl.Series(idx))
-    return {gcol: sel[gcol] for gcol in q.group_by}
-
-
-def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Row order by (rank of the partition, key): a stable counting sort when every partition's
-    keys arrive rising (the rows cut in one range per thread: histograms, then placement), else
-    a full sort."""
+def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row order by (rank of the partition, key), and the rows of each rank: a stable counting
+    sort when every partition's keys arrive rising (the rows cut in one range per thread:
+    histograms, then placement), else a full sort."""
     n, n_ranks = len(pid), len(rank_of_pid)
     k = max(1, min(threads.n_threads(), n // threads.MIN_EVENTS_PER_THREAD))
     cuts = np.linspace(0, n, k + 1).astype(np.int64)
@@ -113,39 +107,52 @@ def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) ->
     last = np.full((k, n_ranks), np.iinfo(np.int64).min)
     oks = threads.map_threads(
         lambda r: rank_histogram(rank_of_pid, pid, key, r[0], r[1], counts[r[2]], first[r[2]], last[r[2]]), jobs)
+    per_rank = counts.sum(axis=0)
     # across ranges: a partition's first key in a range above its last key in every earlier range
     rising = all(oks) and all((first[j] > last[:j].max(axis=0)).all() for j in range(1, k))
     if not rising:
-        return np.lexsort((key, rank_of_pid[pid]))
+        return np.lexsort((key, rank_of_pid[pid])), per_rank
     # range j's rows of rank r go after every row of a lower rank and after ranges < j of rank r
     flat = counts.T.reshape(-1)
     pos = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(n_ranks, k).T)
     order = np.empty(n, np.int64)
     threads.map_threads(lambda r: rank_place(rank_of_pid, pid, r[0], r[1], pos[r[2]], order), jobs)
-    return order
+    return order, per_rank
+
+
+def _repeat_ranked(ranked: pl.DataFrame, gcol: str, per_rank: np.ndarray) -> pl.Series:
+    """The group column of rows in rank order: each group's value ``per_rank[rank]`` times (NumPy
+    for numbers without nulls, a Polars gather otherwise)."""
+    col = ranked[gcol]
+    if col.dtype.is_numeric() and not col.null_count():
+        return pl.Series(gcol, np.repeat(col.to_numpy(), per_rank), dtype=col.dtype)
+    return col.gather(pl.Series(np.repeat(np.arange(len(ranked), dtype=np.int64), per_rank)))
 
 
 def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
                         vcols: list) -> pl.DataFrame:
     """The result when every partition is its own group: the cells are already one per (group, key),
     so nothing is summed. A counting sort by the rank of the group values orders them (the keys of
-    a partition arrive rising; checked, else a full sort); the columns are gathered in threads."""
+    a partition arrive rising; checked, else a full sort); the value columns are gathered and the
+    group columns repeated (each group's value as many times as it has rows) in threads."""
     pid = cells["__pid"].to_numpy()
     key = cells["__key"].to_numpy()
-    if len(gf):
-        order = _order_by_rank(_rank_of_pid(q, gf), pid, key)
-    else:
-        order = np.arange(len(pid), dtype=np.int64)
-    cols = {"__pid": pid, "__key": key, **{c: cells[c] for c in vcols}}
+    if not len(pid):
+        return assemble_output(q, prep, plan, numeric, {}, key, {})
+    rank_of_pid, ranked = _rank_of_pid(q, gf)
+    order, per_rank = _order_by_rank(rank_of_pid, pid, key)
 
     def take(x):
+        if isinstance(x, str):  # a group column
+            return _repeat_ranked(ranked, x, per_rank)
         if isinstance(x, pl.Series):  # values: NumPy when there are no nulls (a plain gather)
             return pl.Series(x.name, np.take(x.to_numpy(), order)) if not x.null_count() else x.gather(order)
         return np.take(x, order)
 
-    taken = dict(zip(cols, threads.map_threads(take, cols.values(), events=len(order) * len(cols))))
-    return assemble_output(q, prep, plan, numeric, _group_columns(q, gf, taken["__pid"]), taken["__key"],
-                           {c: taken[c] for c in vcols})
+    items = [key, *(cells[c] for c in vcols), *q.group_by]
+    key_o, *rest = threads.map_threads(take, items, events=len(order) * len(items))
+    vals = dict(zip(vcols, rest[:len(vcols)]))
+    return assemble_output(q, prep, plan, numeric, dict(zip(q.group_by, rest[len(vcols):])), key_o, vals)
 
 
 def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
@@ -182,7 +189,7 @@ def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str
     gf = run.group_frame()
     n_pid = max(len(gf), 1)
     if q.group_by and len(gf):
-        rank_of_pid = _rank_of_pid(q, gf)
+        rank_of_pid, ranked = _rank_of_pid(q, gf)
     else:
         rank_of_pid = np.zeros(n_pid, np.int64)
     counts = np.zeros(n_pid, np.int64)
@@ -198,13 +205,10 @@ def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str
     if not keys_increase(pid, key):
         order = np.lexsort((key, rank_of_pid[pid]))
         pid, key, val = pid[order], key[order], val[order]
-    group_cols = _group_columns(q, gf, pid) if q.group_by else {}
+    # rows come grouped by rank (in key order within a rank): each group's value counts[rank] times
+    group_cols = {g: _repeat_ranked(ranked, g, counts) for g in q.group_by} if q.group_by and n else {}
     vals = {f"__v{j}": pl.Series(f"__v{j}", val[:, j]) for j in range(ncol)}
     return assemble_output(q, prep, plan, numeric, group_cols, key, vals)
-
-
-def _is_arange(s: pl.Series) -> bool:
-    return len(s) == 0 or (s[0] == 0 and s.is_sorted() and s[-1] == len(s) - 1)
 
 
 def assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict,

@@ -36,26 +36,25 @@ _EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid"
 
 
 def _gather_events(parts: list[dict], n_parts: int) -> dict:
-    """The events of ``parts`` (the carry, then the new batch, whose arrays hold every row of the
-    batch and ``__keep`` the rows that are events) in partition order, with ``__order`` and
-    ``__seg`` of :func:`kernels.trend.partition_order`: one gather per array, in threads."""
-    pid_all = np.concatenate([p["pid"] for p in parts])
+    """The events of ``parts`` (the carry, whose arrays hold only events, then the new batch, whose
+    arrays hold every row of the batch and ``__keep`` the rows that are events) in partition order,
+    with ``__order`` and ``__seg`` of :func:`kernels.trend.partition_order`. One gather per array
+    from the batch, in threads; the few carried events are written over it."""
+    pid_all = np.concatenate([p["pid"] for p in parts]) if len(parts) > 1 else parts[0]["pid"]
     order, seg = K.partition_order(pid_all, n_parts)
-    rows, start = [], 0  # per part: where its events go (mask) and which of its rows they are
-    for p in parts:
-        n = len(p["pid"])
-        mine = (order >= start) & (order < start + n) if len(parts) > 1 else None
-        local = order - start if mine is None else np.where(mine, order - start, 0)
-        rows.append((mine, local if "__keep" not in p else p["__keep"][local]))
-        start += n
+    main = parts[-1]
+    nc = len(pid_all) - len(main["pid"])  # events of the carry (before the batch's)
+    local = order if not nc else np.where(order < nc, nc, order) - nc
+    rows = main["__keep"][local] if "__keep" in main else local
+    at_carry = np.flatnonzero(order < nc) if nc else None
+    from_carry = order[at_carry] if nc else None
 
     def gather(k):
         if k == "pid":
             return pid_all[order]
-        out = None
-        for p, (mine, idx) in zip(parts, rows):
-            x = np.take(p[k], idx, axis=0)
-            out = x if out is None else np.where(mine if x.ndim == 1 else mine[:, None], x, out)
+        out = np.take(main[k], rows, axis=0)
+        if nc:
+            out[at_carry] = parts[0][k][from_carry]
         return out
 
     ev = dict(zip(_EVENT_KEYS, map_threads(gather, _EVENT_KEYS, events=len(order))))

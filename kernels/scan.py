@@ -347,6 +347,27 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
     dt = out_vi.dtype
     single = mode == MODE_NONE or mode == MODE_EMIT_ALL  # one bucket per event
     scalar = single and Ri == 1 and Rf == 0 and NM == 0
+    # scratch of one segment, allocated once for the longest (many tiny partitions: one allocation
+    # per array, not one per partition); a segment uses the first n rows
+    nmax = 0
+    for sg in range(seg_ptr.shape[0] - 1):
+        nmax = max(nmax, seg_ptr[sg + 1] - seg_ptr[sg])
+    cand = np.empty(nmax, np.int64)
+    mask = np.empty(nmax, np.bool_)
+    sI = np.empty((max_depth, nmax), np.int64)
+    sF = np.empty((max_depth, nmax), np.float64)
+    sN = np.empty((max_depth, nmax), np.bool_)
+    gstart = np.empty(nmax, np.int64)  # first event of e's time stamp: predecessors end before it
+    xlo = np.empty(nmax, np.int64)  # first event inside e's window reach (t > e.t - w)
+    PM = np.empty((max(n_neg, 1), nmax + 1), np.int64)
+    ST = np.empty((nmax if n_neg > 0 else 0, n_occ), np.int64)
+    blo = np.empty(nmax, np.int64)
+    bhi = np.empty(nmax, np.int64)
+    SB = np.empty(nmax if by_start else 0, np.int64)  # distinct start times (by_start buckets)
+    off = np.empty((nmax, n_occ), np.int64)
+    VI = np.empty(0, dt)
+    VF = np.empty(0, np.float64)
+    VM = np.empty(0, np.int64)
     for sg in range(seg_ptr.shape[0] - 1):
         lo = seg_ptr[sg]
         hi = seg_ptr[sg + 1]
@@ -356,13 +377,6 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
         pid = seg_pid[sg]
         o0 = out_ptr[sg]
         ncap = out_ptr[sg + 1] - o0
-        cand = np.empty(n, np.int64)
-        mask = np.empty(n, np.bool_)
-        sI = np.empty((max_depth, n), np.int64)
-        sF = np.empty((max_depth, n), np.float64)
-        sN = np.empty((max_depth, n), np.bool_)
-        gstart = np.empty(n, np.int64)  # first event of e's time stamp: predecessors end before it
-        xlo = np.empty(n, np.int64)  # first event inside e's window reach (t > e.t - w)
         j = lo
         for i in range(lo, hi):
             if i > lo and ev_t[i] == ev_t[i - 1]:
@@ -377,8 +391,6 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                 xlo[i - lo] = lo
 
         # ---- negative sub-patterns, innermost first: PM[g, i] = LS_g(ev_t[lo + i])
-        PM = np.empty((max(n_neg, 1), n + 1), np.int64)
-        ST = np.empty((n if n_neg > 0 else 0, n_occ), np.int64)
         for gi in range(n_neg):
             g = neg_order[gi]
             PM[g, 0] = NEG_INF
@@ -424,9 +436,9 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                 PM[g, i - lo + 1] = endv if endv > prev else prev
 
         # ---- buckets of every event: [blo, bhi)
-        blo = np.zeros(n, np.int64)
-        bhi = np.ones(n, np.int64)
-        SB = np.empty(n if by_start else 0, np.int64)  # distinct start times (by_start buckets)
+        for i in range(n):
+            blo[i] = 0
+            bhi[i] = 1
         nsb = 0
         kb = seg_kbase[sg]
         if mode == MODE_SLIDE:
@@ -453,7 +465,9 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                 blo[i - lo] = _lower(SB, 0, nsb, t - w + 1)
                 bhi[i - lo] = _lower(SB, 0, nsb, t + 1)
         # ---- value rows: offsets of every (event, main occurrence)
-        off = np.full((n, n_occ), -1, np.int64)
+        for i in range(n):
+            for o in range(n_occ):
+                off[i, o] = -1
         total = 0
         for i in range(lo, hi):
             nb = bhi[i - lo] - blo[i - lo]
@@ -463,9 +477,16 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                 if occ_pat[o] == G and (ev_bind[i] >> o) & 1 != 0:
                     off[i - lo, o] = total
                     total += nb
-        VI = np.zeros(total * Ri, dt)
-        VF = np.zeros(total * Rf, np.float64)
-        VM = np.empty(total * RM, np.int64)
+        if VI.shape[0] < total * Ri:
+            VI = np.empty(2 * total * Ri, dt)
+        if VF.shape[0] < total * Rf:
+            VF = np.empty(2 * total * Rf, np.float64)
+        if VM.shape[0] < total * RM:
+            VM = np.empty(2 * total * RM, np.int64)
+        for r in range(total * Ri):
+            VI[r] = 0
+        for r in range(total * Rf):
+            VF[r] = 0.0
         for r in range(total):
             for m in range(NM):
                 VM[r * RM + 2 * m] = I64_MAX

@@ -9,6 +9,7 @@ gets at least ``MIN_EVENTS_PER_THREAD`` events, so small inputs stay on one thre
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -17,6 +18,11 @@ import numpy as np
 MIN_EVENTS_PER_THREAD = 50_000
 _POOL: ThreadPoolExecutor | None = None
 _BACKGROUND: ThreadPoolExecutor | None = None
+_LOCAL = threading.local()  # .worker: this thread is one of the pool's (nested map_threads runs inline)
+
+
+def _mark_worker() -> None:
+    _LOCAL.worker = True
 
 
 def n_threads() -> int:
@@ -34,7 +40,7 @@ def n_threads() -> int:
 def _pool(n: int) -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None or _POOL._max_workers < n:  # noqa: SLF001
-        _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cepvec")
+        _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cepvec", initializer=_mark_worker)
     return _POOL
 
 
@@ -47,11 +53,20 @@ def in_background(fn) -> Future:
     return _BACKGROUND.submit(fn)
 
 
+def in_pool(fn, *args) -> Future:
+    """``fn(*args)`` in a thread of the pool: independent pieces of work side by side (a
+    ``map_threads`` inside ``fn`` runs on that thread, so pool threads never wait on the pool)."""
+    return _pool(n_threads()).submit(fn, *args)
+
+
 def map_threads(fn, items, events: int | None = None) -> list:
     """``[fn(x) for x in items]``, in threads when there are several items (results in order);
-    on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``."""
+    on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``
+    or when called from a pool thread."""
     items = list(items)
     k = min(len(items), n_threads()) if events is None or events >= MIN_EVENTS_PER_THREAD else 1
+    if getattr(_LOCAL, "worker", False):
+        k = 1
     if k <= 1:
         return [fn(x) for x in items]
     futs = [_pool(k).submit(fn, x) for x in items]

@@ -201,21 +201,31 @@ class ScanRun:
         parts = [f for f in (*self.frames, new) if f is not None and len(f)]
         df = pl.concat(parts, how="vertical_relaxed", rechunk=False) if parts else None
         if df is not None and len(df):
-            job = self._kernel_job(df, self.done, bound)
-            # earlier pieces scan in the background while this one is prepared; up to PIPELINE of
-            # them queue, so the preparing thread rarely waits and the cores stay busy
             self._wait(self.PIPELINE - 1)
-            if job is not None:
-                if bound < _POS and threads.n_threads() > 1:
-                    self.pending.append(threads.in_background(job))
-                else:
-                    self._wait()
-                    self._add(job())
+            if "__pid" in df.columns and bound < _POS and threads.n_threads() > 1 and \
+                    len(df) >= threads.MIN_EVENTS_PER_THREAD // 4:
+                # encoded with partition ids: a piece is prepared and scanned on its own, the
+                # pieces side by side in the pool (up to PIPELINE queued; cells collected in order)
+                self.pending.append(threads.in_pool(self._piece_cells, df, self.done, bound))
+            else:
+                # partition ids are taken here, in input order: this thread prepares the piece,
+                # the previous ones scan in the background meanwhile
+                job = self._kernel_job(df, self.done, bound)
+                if job is not None:
+                    if bound < _POS and threads.n_threads() > 1:
+                        self.pending.append(threads.in_background(job))
+                    else:
+                        self._wait()
+                        self._add(job())
             if bound < _POS:
                 # rows are in time order: the carry is a suffix
                 df = df[int(np.searchsorted(df["__t"].to_numpy(), bound - 2 * self.w, side="right")):]
             self.frames = [df]
         self.done = bound
+
+    def _piece_cells(self, df: pl.DataFrame, done: int, bound: int) -> pl.DataFrame | None:
+        job = self._kernel_job(df, done, bound)
+        return job() if job is not None else None
 
     def _wait(self, keep: int = 0) -> None:
         """Collect the cells of the pieces scanning in the background, oldest first, until ``keep``
@@ -254,18 +264,22 @@ class ScanRun:
         raw = {c: f"__raw{j}" for j, c in enumerate(q.partition_by)} if self.parts.float_keys else {}
         if not len(df):
             return None
-        bind_all = df["__bind"].to_numpy().astype(np.int64)
+        bind_all = np.asarray(df["__bind"].to_numpy(), np.int64)
         parts = self.parts
         if "__pid" in df.columns:  # partition ids of the whole batch, taken when it was pushed
             pid = df["__pid"].to_numpy()
         else:
             pid = parts.ids(df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df)
-        order, seg_all = partition_order(pid, len(parts))
+        # the keys as of now: pieces run in the pool while later batches add keys (the ids of this
+        # piece's events are all below its length)
+        keys = parts.keys
+        n_parts = max(len(keys), 1)
+        order, seg_all = partition_order(pid, n_parts)
         # columns are encoded in input order, and the arrays (not the frame) put in partition order
-        df = df.select(self.kernel_cols)
-        ev_t = np.ascontiguousarray(df["__t"].to_numpy().astype(np.int64)[order])
-        ev_bind = np.ascontiguousarray(bind_all[order])
-        pid = pid[order]
+        # (df holds the kernel's columns, the bits, the keys and the ids: read, not selected)
+        ev_t = np.take(np.asarray(df["__t"].to_numpy(), np.int64), order)
+        ev_bind = np.take(bind_all, order)
+        pid = np.take(pid, order)
         counts = np.diff(seg_all)
         seg_pids = np.nonzero(counts)[0].astype(np.int64)
         seg_ptr = np.append(seg_all[seg_pids], len(order)).astype(np.int64)
@@ -316,11 +330,11 @@ class ScanRun:
         elif self.mode in (K.MODE_EMIT, K.MODE_EMIT_ALL):
             # emit times of a group: the times of its END events (any partition of the group)
             end_bit = np.int64(1) << np.int64(q.template.end)
-            gid_of_pid = np.zeros(max(len(parts), 1), np.int64)
-            if q.group_by and len(parts.keys):
+            gid_of_pid = np.zeros(n_parts, np.int64)
+            if q.group_by and len(keys):
                 gcols = [c for g in q.group_by for c in ([g, g + "__nan"] if g in parts.float_keys else [g])]
-                uniq = parts.keys.select(gcols).unique(maintain_order=True).with_row_index("__g")
-                g = parts.keys.join(uniq, on=gcols, how="left", nulls_equal=True)
+                uniq = keys.select(gcols).unique(maintain_order=True).with_row_index("__g")
+                g = keys.join(uniq, on=gcols, how="left", nulls_equal=True)
                 gid_of_pid[g["__pid"].to_numpy()] = g["__g"].to_numpy().astype(np.int64)
             gid = gid_of_pid[pid]
             is_end = ((ev_bind & end_bit) != 0) & (ev_t >= done)  # earlier times were emitted before

@@ -319,17 +319,26 @@ SHARED_PREDICATES = ("", "", "{v}.x > 1", "{v}.x <= 2", "{v}.v < 2.5", "{v}.x > 
 
 
 @st.composite
-def shared_workloads(draw, predicates: bool = True):
+def shared_workloads(draw, predicates: bool = True, negations: bool = True):
     """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*), one window and key,
-    local predicates on some positions."""
+    local predicates on some positions, a negation of one type (with or without a predicate) between
+    some positions (a type of the pattern or another)."""
     window = draw(st.sampled_from(SHARED_WINDOWS))
     ret, where, key = draw(st.sampled_from(SHARED_KEYS))
     n = draw(st.integers(2, 5))
     texts = {}
     for i in range(n):
         seq = draw(st.lists(st.sampled_from("ABC"), min_size=1, max_size=4))
-        pattern = seq[0] if len(seq) == 1 else f"SEQ({', '.join(f'{t} v{j}' for j, t in enumerate(seq))})"
-        items = list(where)
+        parts, items = [], list(where)
+        for j, t in enumerate(seq):
+            parts.append(f"{t} v{j}")
+            if negations and j < len(seq) - 1 and draw(st.integers(0, 2)) == 0:
+                parts.append(f"NOT {draw(st.sampled_from('ABC'))} n{j}")
+                if predicates:
+                    pred = draw(st.sampled_from(SHARED_PREDICATES)).format(v=f"n{j}")
+                    if pred:
+                        items.append(pred)
+        pattern = seq[0] if len(seq) == 1 else f"SEQ({', '.join(parts)})"
         if predicates:
             for j in range(len(seq)):
                 pred = draw(st.sampled_from(SHARED_PREDICATES)).format(v=seq[0] if len(seq) == 1 else f"v{j}")

@@ -33,18 +33,23 @@ from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask
 from cepvec.runtime.prepare import Prepared
-from cepvec.sharing.sequences import local_key, positions_of, steps_of
+from cepvec.sharing.sequences import local_key, negated_of, positions_of, steps_of
 
 
 class Trie:
-    """The prefixes of the queries' sequences of steps (event type, local predicate key): ``parent``, event
-    type and predicate per node, the last node per query. Two positions are one step when type and
-    predicates agree, so queries share a prefix only then."""
+    """The prefixes of the queries' sequences of steps (event type, local predicate key, guard): ``parent``,
+    event type and predicate per node, the last node per query. Two positions are one step when type,
+    predicates and the negations that follow them agree, so queries share a prefix only then.
 
-    def __init__(self, seqs: list[tuple[tuple[str, tuple[str, ...]], ...]]):
+    A node whose step has a guard (``SEQ(A, NOT N, B)``: the node of prefix ``A`` guarded by ``N``)
+    is *reset* by an event of a guard type (with the guard's predicate): its prefixes that ended
+    before that event can no longer be extended (``reset_ptr`` / ``reset_nodes`` / ``reset_pred``
+    by type code, as ``type_ptr`` / ``type_nodes``)."""
+
+    def __init__(self, seqs: list[tuple[tuple, ...]]):
         self.node_of: dict[tuple, int] = {(): 0}
         self.parent = [0]
-        self.last: list[tuple[str, tuple[str, ...]] | None] = [None]
+        self.last: list[tuple | None] = [None]
         self.leaf = []
         for seq in seqs:
             for j in range(1, len(seq) + 1):
@@ -55,30 +60,41 @@ class Trie:
                     self.last.append(seq[j - 1])
             self.leaf.append(self.node_of[seq])
         steps = [x for x in self.last if x is not None]
-        self.types = list(dict.fromkeys(t for t, _ in steps))
+        guards = [g for x in steps for g in x[2]]
+        self.types = list(dict.fromkeys([t for t, _, _ in steps] + [t for t, _ in guards]))
         #: distinct local predicate keys (one mask column each, whatever type they are used with)
-        self.preds = list(dict.fromkeys(key for _, key in steps if key))
+        self.preds = list(dict.fromkeys([key for _, key, _ in steps if key] + [key for _, key in guards if key]))
         code = {t: c for c, t in enumerate(self.types, start=1)}
         pred = {key: j for j, key in enumerate(self.preds)}
         self.node_pred = np.full(len(self.parent), -1, np.int64)
-        # per type code: whether a node of it has no predicate, and which predicate columns its nodes use
+        # per type code: whether a node or guard of it has no predicate, and which predicate columns they use
         self.code_free = np.zeros(len(self.types) + 1, np.bool_)
         self.code_preds = np.zeros((len(self.types) + 1, len(self.preds)), np.bool_)
         depth = [0] * len(self.parent)
+        resets: list[list[tuple[int, int]]] = [[] for _ in range(len(self.types) + 1)]
         for node in range(1, len(self.parent)):
             depth[node] = depth[self.parent[node]] + 1
-            t, key = self.last[node]
+            t, key, guard = self.last[node]
+            for c, j in [(code[t], pred[key] if key else -1)] + [(code[gt], pred[gk] if gk else -1)
+                                                              for gt, gk in guard]:
+                if j >= 0:
+                    self.code_preds[c, j] = True
+                else:
+                    self.code_free[c] = True
             if key:
                 self.node_pred[node] = pred[key]
-                self.code_preds[code[t], pred[key]] = True
-            else:
-                self.code_free[code[t]] = True
+            for gt, gk in guard:
+                resets[code[gt]].append((node, pred[gk] if gk else -1))
         by_code: list[list[int]] = [[] for _ in range(len(self.types) + 1)]
         for node in sorted(range(1, len(self.parent)), key=lambda x: -depth[x]):  # deepest first (kernel)
             by_code[code[self.last[node][0]]].append(node)
         self.type_ptr = np.zeros(len(by_code) + 1, np.int64)
         self.type_ptr[1:] = np.cumsum([len(b) for b in by_code])
         self.type_nodes = np.array([x for b in by_code for x in b], np.int64)
+        self.reset_ptr = np.zeros(len(resets) + 1, np.int64)
+        self.reset_ptr[1:] = np.cumsum([len(r) for r in resets])
+        self.reset_nodes = np.array([x for r in resets for x, _ in r], np.int64)
+        self.reset_pred = np.array([j for r in resets for _, j in r], np.int64)
 
     @property
     def size(self) -> int:
@@ -99,7 +115,7 @@ class SharedRun:
         # each distinct local predicate once: its conjunction as one Polars boolean expression per batch
         exprs: dict[tuple[str, ...], tuple] = {}
         for q in queries.values():
-            for o in positions_of(q):
+            for o in positions_of(q) + negated_of(q):
                 exprs.setdefault(local_key(q, o), q.local.get(o, ()))
         self.pred_exprs = [predicate_mask(exprs[key]).alias(f"__pred{j}") for j, key in enumerate(self.trie.preds)]
         self.parent = np.array(self.trie.parent, np.int64)
@@ -192,7 +208,8 @@ class SharedRun:
         start = 0
         while True:
             status, start, n = K.run_shared(pid, times, codes, pm, self.trie.type_ptr, self.trie.type_nodes,
-                                            self.trie.node_pred, self.parent, self.leaf_of, self.qleaf,
+                                            self.trie.node_pred, self.trie.reset_ptr, self.trie.reset_nodes,
+                                            self.trie.reset_pred, self.parent, self.leaf_of, self.qleaf,
                                             self.mode, self.w, self.s,
                                             self.g, self.dtype is np.int64, *self.state, start, *self.out)
             if n:

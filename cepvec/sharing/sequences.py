@@ -6,7 +6,7 @@ import math
 from fractions import Fraction
 
 from cepvec.lang.render import render_plan_expr
-from cepvec.plan.ir import Leaf, Query, Seq, run_reason
+from cepvec.plan.ir import Leaf, Neg, Query, Seq, run_reason
 from cepvec.runtime.prepare import UNIT_NS
 
 
@@ -14,25 +14,48 @@ from cepvec.runtime.prepare import UNIT_NS
 MAX_PANES = 4096
 
 
-def positions_of(q: Query) -> tuple[int, ...] | None:
-    """The occurrence ids of a fixed-length SEQ of single-type occurrences (no negation), else None."""
-    if q.negations or q.is_kleene or q.edges:
+def _sequence(q: Query) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]] | None:
+    """``(positions, guards)`` of a fixed-length SEQ of single-type occurrences: the positive
+    occurrence ids, and per position the negated occurrences right after it (``SEQ(A, NOT N, B)``:
+    ``{A: (N,)}``). Negations must each be one event type between two positions; else None."""
+    if q.is_kleene or q.edges:
         return None
     root = q.root
     items = root.items if isinstance(root, Seq) else (root,)
-    out = []
+    out: list[int] = []
+    guards: dict[int, list[int]] = {}
     for it in items:
+        if isinstance(it, Neg):
+            if not out or not isinstance(it.body, Leaf) or len(q.occs[it.body.occ].types) != 1:
+                return None  # a negated start, or a negated sequence or choice of types
+            guards.setdefault(out[-1], []).append(it.body.occ)
+            continue
         if not isinstance(it, Leaf):
             return None
         occ = q.occs[it.occ]
         if len(occ.types) != 1 or occ.negated:
             return None
         out.append(it.occ)
-    return tuple(out)
+    if isinstance(items[-1], Neg):
+        return None  # a negated end
+    return tuple(out), {k: tuple(v) for k, v in guards.items()}
+
+
+def positions_of(q: Query) -> tuple[int, ...] | None:
+    """The positive occurrence ids of a fixed-length SEQ of single-type occurrences (negations only of
+    one event type between two positions), else None."""
+    seq = _sequence(q)
+    return None if seq is None else seq[0]
+
+
+def negated_of(q: Query) -> tuple[int, ...]:
+    """The negated occurrences of a query :func:`positions_of` accepts (those between positions)."""
+    seq = _sequence(q)
+    return () if seq is None else tuple(o for g in seq[1].values() for o in g)
 
 
 def sequence_of(q: Query) -> tuple[str, ...] | None:
-    """The event types of a fixed-length SEQ of single-type occurrences (no negation), else None."""
+    """The event types of the positions of a fixed-length SEQ (:func:`positions_of`), else None."""
     pos = positions_of(q)
     return None if pos is None else tuple(q.occs[o].types[0] for o in pos)
 
@@ -43,20 +66,32 @@ def local_key(q: Query, occ: int) -> tuple[str, ...]:
     return tuple(sorted({render_plan_expr(x) for x in q.local.get(occ, ())}))
 
 
-def steps_of(q: Query) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
-    """Per position of the SEQ its (event type, :func:`local_key`): the trie's symbols, else None."""
-    pos = positions_of(q)
-    return None if pos is None else tuple((q.occs[o].types[0], local_key(q, o)) for o in pos)
+def steps_of(q: Query) -> tuple[tuple[str, tuple[str, ...], tuple], ...] | None:
+    """Per position of the SEQ its (event type, :func:`local_key`, guard): the trie's symbols, else
+    None. The guard is the set of ``(type, local_key)`` of the negations between this position and
+    the next (``SEQ(A, NOT N, B)``: A's guard is ``(("N", ()),)``), sorted; ``()`` without one."""
+    seq = _sequence(q)
+    if seq is None:
+        return None
+    pos, guards = seq
+    return tuple((q.occs[o].types[0], local_key(q, o),
+                  tuple(sorted({(q.occs[n].types[0], local_key(q, n)) for n in guards.get(o, ())})))
+                 for o in pos)
 
 
-def symbol(step: tuple[str, tuple[str, ...]]) -> str:
-    """A step as text: ``A``, or ``A[x > 1]`` with a local predicate (the optimizer's and explain's alphabet)."""
-    t, key = step
-    return f"{t}[{' AND '.join(key)}]" if key else t
+def symbol(step: tuple) -> str:
+    """A step as text: ``A``, ``A[x > 1]`` with a local predicate, ``A NOT N`` when a negation follows
+    it (the optimizer's and explain's alphabet)."""
+    t, key = step[0], step[1]
+    text = f"{t}[{' AND '.join(key)}]" if key else t
+    for nt, nkey in (step[2] if len(step) > 2 else ()):
+        text += f" NOT {symbol((nt, nkey))}"
+    return text
 
 
 def symbols_of(q: Query) -> tuple[str, ...] | None:
-    """The SEQ as symbols: two positions are the same symbol when type and local predicates agree."""
+    """The SEQ as symbols: two positions are the same symbol when type, local predicates and the
+    negations that follow agree."""
     steps = steps_of(q)
     return None if steps is None else tuple(symbol(x) for x in steps)
 
@@ -65,17 +100,26 @@ def why_not_sharable(q: Query) -> str | None:
     """Why ``q`` cannot share sub-patterns with other queries (None: it can)."""
     if q.is_kleene:
         return "Kleene pattern"
-    if q.negations:
-        return "negation"
     if q.edges:
         return "predicates between adjacent events"
     if q.qualified_equivalences:
         return "qualified equivalence"
+    if q.negations and _sequence(q) is None and sequence_of_positives(q):
+        return "negation at the start or end, or of a sequence or several types"
     if sequence_of(q) is None:
         return "not a SEQ of single event types"
     if len(sequence_of(q)) < 2:
         return "a single event type"
     return None
+
+
+def sequence_of_positives(q: Query) -> bool:
+    """Whether the positive items of ``q`` are single-type occurrences in one SEQ (whatever its
+    negations): then only the negations keep it from sharing."""
+    root = q.root
+    items = root.items if isinstance(root, Seq) else (root,)
+    pos = [it for it in items if not isinstance(it, Neg)]
+    return bool(pos) and all(isinstance(it, Leaf) and len(q.occs[it.occ].types) == 1 for it in pos)
 
 
 def _duration(d) -> tuple | None:

@@ -55,6 +55,7 @@ from __future__ import annotations
 import numpy as np
 
 from cepvec.kernels._jit import jit, jit_inline
+from cepvec.kernels.trend.arith import _sadd, _smul
 
 MODE_NONE = 0
 MODE_SLIDE = 1
@@ -122,13 +123,19 @@ def _reset_guarded(i, c, p, jcur, Rp, use_mask, pm, reset_ptr, reset_nodes, rese
 
 
 @jit
-def run_shared(pid, times, codes, pm, type_ptr, type_nodes, node_pred, reset_ptr, reset_nodes, reset_pred, parent,
-               leaf_of, qleaf, mode, w, s, g, is_int, C, ctag, mask, W, wtag, slot_k, start, out_q, out_p, out_k,
-               out_v):
+def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_sum, reset_ptr, reset_nodes,
+               reset_pred, parent, leaf_of, qleaf, mode, w, s, g, is_int, C, ctag, mask, W, wtag, slot_k, start, out_q,
+               out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);
     ``node_pred[node]``: the predicate of a node, -1 for none (the node skips events it rejects).
+    Sums (SUM / AVG): a *channel* row keeps, per start pane, the sum over its prefix's matches of
+    an attribute of one position (or the number of those matches where it is not null).
+    ``node_w[row] >= 0``: the row binds that position and adds the parent's count times the
+    event's weight ``ew[i, node_w[row]]`` (the attribute, null as 0; or 1 / 0 for not null);
+    otherwise it adds the parent row as a count row does. ``node_sum[row]``: its values may be
+    negative (int64 additions checked both ways).
     ``reset_nodes[reset_ptr[c]:reset_ptr[c + 1]]``: the guarded nodes an event of type code ``c``
     resets (a negation ``NOT N`` after the node's position; ``reset_pred``: the negation's
     predicate, -1 for none). After its own updates, such an event takes from every live start pane
@@ -263,6 +270,17 @@ def run_shared(pid, times, codes, pm, type_ptr, type_nodes, node_pred, reset_ptr
                             break
                 if val == 0:
                     continue
+                wc = node_w[node]
+                if wc >= 0:  # a channel row binding its position: the parent's count times the weight
+                    if is_int:
+                        val, o1 = _smul(val, ew[i, wc], True)
+                        if o1:
+                            return -2, i, n_out
+                    else:
+                        val = val * ew[i, wc]
+                    if val == 0:
+                        continue
+                signed = is_int and node_sum[node]
                 if ctag[p, node, b] == jp:
                     cur = C[p, node, b]
                 else:
@@ -281,7 +299,11 @@ def run_shared(pid, times, codes, pm, type_ptr, type_nodes, node_pred, reset_ptr
                         j_old[n_j] = cur
                         j_reset[n_j] = False
                         n_j += 1
-                if is_int and cur > _I64_MAX - val:
+                if signed:
+                    _, o1 = _sadd(cur, val, True)
+                    if o1:
+                        return -2, i, n_out
+                elif is_int and cur > _I64_MAX - val:
                     return -2, i, n_out
                 C[p, node, b] = cur + val
                 if use_mask:
@@ -295,7 +317,11 @@ def run_shared(pid, times, codes, pm, type_ptr, type_nodes, node_pred, reset_ptr
                         else:
                             tot = zero
                             wtag[p, lf, r] = k
-                        if is_int and tot > _I64_MAX - val:
+                        if signed:
+                            _, o1 = _sadd(tot, val, True)
+                            if o1:
+                                return -2, i, n_out
+                        elif is_int and tot > _I64_MAX - val:
                             return -2, i, n_out
                         W[p, lf, r] = tot + val
                         r += 1

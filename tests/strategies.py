@@ -315,14 +315,19 @@ SHARED_KEYS = (("", (), ""), ("id, ", (), " GROUP-BY id"), ("", ("[id]",), ""), 
                ("v, ", (), " GROUP-BY v"))
 # local predicates of one position (a small pool, so queries share prefixes with and without them; the stream's
 # x and id have nulls, v has NaN)
+# aggregates of one query ({a}: a position's variable): counts, integer and float sums (float sums with
+# exact counts run on the query's own path)
+SHARED_AGGS = ("COUNT(*)", "COUNT(*)", "COUNT(*), SUM({a}.x)", "AVG({a}.x)", "COUNT({a}), SUM({a}.v)",
+               "SUM({a}.x) AS s, AVG({a}.v), COUNT(*)")
 SHARED_PREDICATES = ("", "", "{v}.x > 1", "{v}.x <= 2", "{v}.v < 2.5", "{v}.x > 1 AND {v}.v >= 0", "{v}.id != 0")
 
 
 @st.composite
-def shared_workloads(draw, predicates: bool = True, negations: bool = True):
-    """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*), one window and key,
-    local predicates on some positions, a negation of one type (with or without a predicate) between
-    some positions (a type of the pattern or another)."""
+def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggregates: bool = True):
+    """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*) or SUM / AVG /
+    COUNT of a position (integers with nulls, floats with NaN), one window and key, local predicates
+    on some positions, a negation of one type (with or without a predicate) between some positions
+    (a type of the pattern or another)."""
     window = draw(st.sampled_from(SHARED_WINDOWS))
     ret, where, key = draw(st.sampled_from(SHARED_KEYS))
     n = draw(st.integers(2, 5))
@@ -345,5 +350,7 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True):
                 if pred:
                     items.append(pred)
         cond = f" WHERE {' AND '.join(items)}" if items else ""
-        texts[f"s{i}"] = f"RETURN {ret}COUNT(*) PATTERN {pattern}{cond}{key} {window}".strip()
+        var = seq[0] if len(seq) == 1 else f"v{draw(st.integers(0, len(seq) - 1))}"
+        aggs = draw(st.sampled_from(SHARED_AGGS)).format(a=var) if aggregates else "COUNT(*)"
+        texts[f"s{i}"] = f"RETURN {ret}{aggs} PATTERN {pattern}{cond}{key} {window}".strip()
     return texts

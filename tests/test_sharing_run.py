@@ -113,11 +113,15 @@ def test_shared_executor_on_many_events_and_partitions(window):
     rng = np.random.default_rng(5)
     n = 4000
     ev = pl.DataFrame({"type": rng.choice(list("ABCDE"), n), "time": np.sort(rng.integers(0, 2000, n)),
-                       "id": rng.integers(0, 7, n)})
+                       "id": rng.integers(0, 7, n), "x": rng.integers(-5, 6, n)})
     texts = {f"q{i}": f"RETURN id, COUNT(*) PATTERN SEQ({', '.join(p)}) GROUP-BY id {window}"
              for i, p in enumerate(["AB", "ABC", "ABCD", "ABD", "BCD", "BCDE", "AEB", "AB", "ABAB"])}
     texts["all"] = f"RETURN COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] {window}"
     texts["all2"] = f"RETURN COUNT(*) PATTERN SEQ(A, B) WHERE [id] {window}"
+    # sums of negative and positive integers over a shared prefix, a negation
+    texts["sum1"] = f"RETURN id, SUM(b.x), AVG(a.x) PATTERN SEQ(A a, B b, C c) GROUP-BY id {window}"
+    texts["sum2"] = f"RETURN id, SUM(b.x) AS s, COUNT(c) PATTERN SEQ(A a, B b, D c) GROUP-BY id {window}"
+    texts["sum3"] = f"RETURN SUM(d.x) PATTERN SEQ(A a, NOT C, B b, D d) WHERE [id] {window}"
     wl = cepvec.workload(texts)
     assert set(wl.plan.shared_queries) == set(texts)
     assert_same(cepvec.run_many(wl, ev), texts, ev)
@@ -157,16 +161,16 @@ PREDICATE_WORKLOAD = {
 }
 
 
-def _every_tiny_stream(texts: dict) -> None:
+def _every_tiny_stream(texts: dict, x=lambda i: i % 2) -> None:
     """The shared executor runs every query of ``texts``, and on every stream of up to 4 events (5 with
-    --slow) of types A, B at times 0, 1, 3 (ties included), x alternating 0 / 1, gives the reference
-    engine's rows."""
+    --slow) of types A, B at times 0, 1, 3 (ties included), x of the i-th event ``x(i)`` (alternating
+    0 / 1), gives the reference engine's rows."""
     wl = cepvec.workload(texts)
     assert set(wl.plan.shared_queries) == set(texts)
     bad = []
     for ev in tiny_streams(sweep_size(5), types="AB"):
         df = pl.DataFrame({"time": [t for t, _ in ev], "type": [ty for _, ty in ev],
-                           "x": [i % 2 for i in range(len(ev))]}, schema={"time": pl.Int64, "type": pl.String,
+                           "x": [x(i) for i in range(len(ev))]}, schema={"time": pl.Int64, "type": pl.String,
                                                                         "x": pl.Int64})
         got = cepvec.run_many(wl, df)
         for name, text in texts.items():
@@ -191,6 +195,23 @@ NEGATION_WORKLOAD = {
     "ab_na_b": "RETURN COUNT(*) PATTERN SEQ(A, B, NOT A, B)",
     "a_nb_a_nb_a": "RETURN COUNT(*) PATTERN SEQ(A, NOT B, A, NOT B, A)",
 }
+
+
+AGGREGATE_WORKLOAD = {
+    "ab": "RETURN COUNT(*), SUM(a.x), AVG(b.x) PATTERN SEQ(A a, B b)",
+    "ab_s": "RETURN SUM(b.x) AS s, COUNT(a) PATTERN SEQ(A a, B b)",
+    "aba": "RETURN SUM(c.x), AVG(a.x) PATTERN SEQ(A a, B b, A c)",
+    "aa": "RETURN AVG(a.x), SUM(b.x) PATTERN SEQ(A a, A b)",
+    "a_na_b": "RETURN SUM(a.x) PATTERN SEQ(A a, NOT A, B b)",
+}
+
+
+@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1"])
+def test_sums_on_every_tiny_stream(window):
+    """SUM / AVG / COUNT of a position over shared prefixes (channels of the trie), values -1, 0, 1 and
+    null: a type twice, a negation, sums of the first and of a later position."""
+    _every_tiny_stream({n: f"{t} {window}".strip() for n, t in AGGREGATE_WORKLOAD.items()},
+                       x=lambda i: (-1, None, 1, 0, 2)[i % 5])
 
 
 @pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 2"])

@@ -29,6 +29,7 @@ import polars as pl
 
 from cepvec.kernels import sharing as K
 from cepvec.kernels.linear import view_codes, view_hash, view_words
+from cepvec.paths.linear.plan import build as linear_plan
 from cepvec.paths.linear.run import string_views
 from cepvec.plan.ir import Query
 from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
@@ -48,19 +49,34 @@ class Trie:
     before that event can no longer be extended (``reset_ptr`` / ``reset_nodes`` / ``reset_pred``
     by type code, as ``type_ptr`` / ``type_nodes``)."""
 
-    def __init__(self, seqs: list[tuple[tuple, ...]]):
+    def __init__(self, seqs: list[tuple[tuple, ...]], chans: list[list[tuple[int, int, bool]]] | None = None):
+        """``seqs``: per query its steps; ``chans``: per query its sum channels ``(position k (1-based),
+        weight column, sum: values may be negative)``. A channel is a row for each prefix of the
+        query of length k or more; the row of length k binds position k (the parent's count times
+        the weight), longer ones add their parent's channel row. Queries share a channel row where
+        prefix, position and weight agree."""
         self.node_of: dict[tuple, int] = {(): 0}
         self.parent = [0]
         self.last: list[tuple | None] = [None]
+        self.w = [-1]  # per row: weight column it binds (-1: none)
+        self.is_sum = [False]
         self.leaf = []
-        for seq in seqs:
+        self.chan_leaf: list[list[int]] = []
+        for qi, seq in enumerate(seqs):
             for j in range(1, len(seq) + 1):
                 pre = seq[:j]
                 if pre not in self.node_of:
-                    self.node_of[pre] = len(self.parent)
-                    self.parent.append(self.node_of[seq[:j - 1]])
-                    self.last.append(seq[j - 1])
+                    self._row(pre, self.node_of[seq[:j - 1]], seq[j - 1], -1, False)
             self.leaf.append(self.node_of[seq])
+            leaves = []
+            for k, wcol, is_sum in (chans[qi] if chans else ()):
+                for j in range(k, len(seq) + 1):
+                    key = (seq[:j], k, wcol)
+                    if key not in self.node_of:
+                        par = self.node_of[seq[:k - 1]] if j == k else self.node_of[(seq[:j - 1], k, wcol)]
+                        self._row(key, par, seq[j - 1], wcol if j == k else -1, is_sum)
+                leaves.append(self.node_of[(seq, k, wcol)])
+            self.chan_leaf.append(leaves)
         steps = [x for x in self.last if x is not None]
         guards = [g for x in steps for g in x[2]]
         self.types = list(dict.fromkeys([t for t, _, _ in steps] + [t for t, _ in guards]))
@@ -98,6 +114,13 @@ class Trie:
         self.reset_nodes = np.array([x for r in resets for x, _ in r], np.int64)
         self.reset_pred = np.array([j for r in resets for _, j in r], np.int64)
 
+    def _row(self, key, parent: int, step: tuple, w: int, is_sum: bool) -> None:
+        self.node_of[key] = len(self.parent)
+        self.parent.append(parent)
+        self.last.append(step)
+        self.w.append(w)
+        self.is_sum.append(is_sum)
+
     @property
     def size(self) -> int:
         """Counters per window and partition (the empty prefix included)."""
@@ -113,16 +136,42 @@ class SharedRun:
         self.q0 = q0 = queries[self.names[0]]
         self.prep = prep
         self.numeric = numeric
-        self.trie = Trie([steps_of(queries[n]) for n in self.names])
+        # SUM / AVG: the linear path's components (a sum, a count of non-null values, a count of a
+        # position's events); the sums and non-null counts are channels of the trie, one weight
+        # column per distinct (attribute, kind)
+        self.plans = {n: linear_plan(queries[n]) if any(not a.star for a in queries[n].aggs)
+                      else SimpleNamespace(components=[], comp_of_agg=[() for _ in queries[n].aggs])
+                      for n in self.names}
+        weights: dict[tuple[str, str], int] = {}
+        chans = []
+        for n in self.names:
+            pos = positions_of(queries[n])
+            chans.append([(pos.index(c.occs[0]) + 1, weights.setdefault((c.attr, c.kind), len(weights)),
+                           c.kind == "sum") for c in self.plans[n].components if c.kind in ("sum", "nonnull")])
+        self.weights = list(weights)
+        self.trie = Trie([steps_of(queries[n]) for n in self.names], chans)
         # each distinct local predicate once: its conjunction as one Polars boolean expression per batch
         exprs: dict[tuple[str, ...], tuple] = {}
         for q in queries.values():
             for o in positions_of(q) + negated_of(q):
                 exprs.setdefault(local_key(q, o), q.local.get(o, ()))
         self.pred_exprs = [predicate_mask(exprs[key]).alias(f"__pred{j}") for j, key in enumerate(self.trie.preds)]
+        self.weight_exprs = [_weight(attr, kind, prep.df.schema[attr], numeric).alias(f"__w{j}")
+                             for j, (attr, kind) in enumerate(self.weights)]
         self.parent = np.array(self.trie.parent, np.int64)
-        self.qleaf = np.array(self.trie.leaf, np.int64)
-        leaves = sorted(set(self.trie.leaf))
+        self.node_w = np.array(self.trie.w, np.int64)
+        self.node_sum = np.array(self.trie.is_sum, np.bool_)
+        # output rows: per query its count leaf, then the leaf of each channel (the kernel's "queries")
+        self.out_rows: list[tuple[int, int]] = []  # (query index, channel index or -1 for the count)
+        rows = []
+        for qi in range(len(self.names)):
+            self.out_rows.append((qi, -1))
+            rows.append(self.trie.leaf[qi])
+            for ci, lf in enumerate(self.trie.chan_leaf[qi]):
+                self.out_rows.append((qi, ci))
+                rows.append(lf)
+        self.qleaf = np.array(rows, np.int64)
+        leaves = sorted(set(rows))
         self.leaf_of = np.full(self.trie.size, -1, np.int64)
         self.leaf_of[leaves] = np.arange(len(leaves))
         if q0.window.kind == "slide":
@@ -192,25 +241,32 @@ class SharedRun:
         else:
             pm = np.zeros((len(codes), 0), np.bool_)
             keep = np.flatnonzero(codes)
+        if self.weight_exprs:
+            ew = np.ascontiguousarray(df.select(self.weight_exprs).to_numpy().astype(self.dtype, copy=False))
+        else:
+            ew = np.zeros((len(codes), 0), self.dtype)
+        arrays = (pid, times, codes, pm, ew)
         if len(keep) < len(codes):
-            pid, times, codes, pm = pid[keep], times[keep], codes[keep], pm[keep]
+            arrays = tuple(a[keep] for a in arrays)
         if self.held is not None:
-            pid, times, codes, pm = (np.concatenate([h, x]) for h, x in zip(self.held, (pid, times, codes, pm)))
+            arrays = tuple(np.concatenate([h, x]) for h, x in zip(self.held, arrays))
+        times = arrays[1]
         if not len(times):
             return
         cut = int(np.searchsorted(times, times[-1], side="left"))
-        self.held = (pid[cut:], times[cut:], codes[cut:], pm[cut:])
-        self._run(pid[:cut], times[:cut], codes[:cut], pm[:cut])
+        self.held = tuple(a[cut:] for a in arrays)
+        self._run(*(a[:cut] for a in arrays))
 
-    def _run(self, pid, times, codes, pm):
+    def _run(self, pid, times, codes, pm, ew):
         if not len(times):
             return
         if int(pid.max()) >= self.n_part:
             self._grow(int(pid.max()) + 1)
         start = 0
         while True:
-            status, start, n = K.run_shared(pid, times, codes, pm, self.trie.type_ptr, self.trie.type_nodes,
-                                            self.trie.node_pred, self.trie.reset_ptr, self.trie.reset_nodes,
+            status, start, n = K.run_shared(pid, times, codes, pm, ew, self.trie.type_ptr, self.trie.type_nodes,
+                                            self.trie.node_pred, self.node_w, self.node_sum,
+                                            self.trie.reset_ptr, self.trie.reset_nodes,
                                             self.trie.reset_pred, self.parent, self.leaf_of, self.qleaf,
                                             self.mode, self.w, self.s,
                                             self.g, self.dtype is np.int64, *self.state, start, *self.out)
@@ -234,23 +290,61 @@ class SharedRun:
         n = K.emit_open(*self.state[3:], self.leaf_of, self.qleaf, *out)
         chunks = self.chunks + [tuple(a[:n] for a in out)]
         qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
-        cells = pl.DataFrame({"__q": qj, "__pid": pid, "__key": key, "__v0": val})
+        qc = np.array(self.out_rows, np.int64).reshape(-1, 2)
+        cells = pl.DataFrame({"__q": qc[qj, 0], "__j": qc[qj, 1], "__pid": pid, "__key": key, "__v": val})
+        # one row per (query, partition, window) with a match; channel j of the query's components in
+        # column __v{1+j} (pivoted: the queries' channels share the columns, each query reads its own)
+        base = cells.filter(pl.col("__j") < 0).select("__q", "__pid", "__key", pl.col("__v").alias("__v0"))
+        ch = cells.filter(pl.col("__j") >= 0)
+        n_ch = max((len(c) for c in self.trie.chan_leaf), default=0)
+        if len(ch):
+            wide = ch.pivot(on="__j", index=["__q", "__pid", "__key"], values="__v", aggregate_function="sum")
+            wide = wide.rename({c: f"__c{c}" for c in wide.columns if c not in ("__q", "__pid", "__key")})
+            base = base.join(wide, on=["__q", "__pid", "__key"], how="left")
+        base = base.with_columns([pl.col(f"__c{j}").fill_null(0) if f"__c{j}" in base.columns
+                                  else pl.lit(0, dtype=base["__v0"].dtype).alias(f"__c{j}") for j in range(n_ch)])
+        vcols = ["__v0"] + [f"__c{j}" for j in range(n_ch)]
         q0 = self.q0  # every query of the class has its GROUP-BY and partitions
         if q0.group_by:
-            cells = cells.join(self.parts.group_frame(), on="__pid", how="left")
+            base = base.join(self.parts.group_frame(), on="__pid", how="left")
         by = ["__q", *q0.group_by, "__key"]
-        if q0.partition_by != q0.group_by and len(cells):
-            if self.dtype is np.int64 and sums_overflow(cells, by, ["__v0"]):
-                first = int(cells["__q"][0])
+        if q0.partition_by != q0.group_by and len(base):
+            if self.dtype is np.int64 and sums_overflow(base, by, vcols):
+                first = int(base["__q"][0])
                 raise overflow_error(self.queries[self.names[first]], "when adding up the partitions of a group")
-            cells = cells.group_by(by).agg(pl.col("__v0").sum())
-        cells = cells.sort(by, nulls_last=True)
-        bounds = np.searchsorted(cells["__q"].to_numpy(), np.arange(len(self.names) + 1))
+            base = base.group_by(by).agg([pl.col(c).sum() for c in vcols])
+        base = base.sort(by, nulls_last=True)
+        bounds = np.searchsorted(base["__q"].to_numpy(), np.arange(len(self.names) + 1))
         frames = {}
-        for j, name in enumerate(self.names):
-            part = cells.slice(int(bounds[j]), int(bounds[j + 1] - bounds[j]))
-            q = self.queries[name]
-            plan = SimpleNamespace(comp_of_agg=[() for _ in q.aggs])
+        for qi, name in enumerate(self.names):
+            part = base.slice(int(bounds[qi]), int(bounds[qi + 1] - bounds[qi]))
+            q, plan = self.queries[name], self.plans[name]
+            vals, j = {"__v0": part["__v0"]}, 0
+            for k, c in enumerate(plan.components):
+                if c.kind == "count":  # COUNT(v): one event of v per match
+                    vals[f"__v{1 + k}"] = part["__v0"]
+                else:
+                    vals[f"__v{1 + k}"] = part[f"__c{j}"]
+                    j += 1
             frames[name] = assemble_output(q, self.prep, plan, self.numeric, {g: part[g] for g in q.group_by},
-                                           part["__key"].to_numpy(), {"__v0": part["__v0"]})
+                                           part["__key"].to_numpy(), vals)
         return frames
+
+
+def _weight(attr: str, kind: str, dtype, numeric: str) -> pl.Expr:
+    """The weight column of a channel, as the linear path reads it: ``sum``, the attribute (null and
+    NaN as 0); ``nonnull``, 1 where it is neither null nor NaN."""
+    v = pl.col(attr)
+    nan = v.cast(pl.Float64).is_nan() if dtype.is_float() else pl.lit(False)
+    target = pl.Int64 if numeric == "int64" else pl.Float64
+    if kind == "sum":
+        return pl.when(v.is_null() | nan).then(0).otherwise(v).cast(target)
+    return (v.is_not_null() & nan.not_()).fill_null(False).cast(target)
+
+
+def runs_shared(q: Query, schema: dict, numeric: str) -> bool:
+    """Whether the shared executor runs ``q`` on this input: exact counts (``numeric="int64"``) keep
+    sums exact, so SUM / AVG of a non-integer attribute run on the query's own path then."""
+    if numeric != "int64":
+        return True
+    return all(schema[a.attr].is_integer() for a in q.aggs if a.func in ("SUM", "AVG"))

@@ -445,6 +445,10 @@ def explain_plan(wl) -> str:
         lines.append(f"  {counters} prefix counters instead of {sum(map(len, seqs.values()))}; "
                      + ("computed once: " + "; ".join(f"({', '.join(p)}) for {{{', '.join(qs)}}}"
                                                        for p, qs in shared) if shared else "no common prefix"))
+        sums = [n for n in group if any(a.func in ("SUM", "AVG") for a in wl.queries[n].aggs)]
+        if sums:
+            lines.append(f"  sums ({', '.join(sums)}): channels of the trie beside the counts; a SUM / AVG of a "
+                         "non-integer attribute with exact counts (numeric='int64') runs on its own path")
     if not plan.shared_groups:
         lines.append("shared executor: not used (every query runs on its own path)")
     return "\n".join(lines)

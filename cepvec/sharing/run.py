@@ -19,7 +19,7 @@ from cepvec.errors import CepvecError, CepvecPlanError
 from cepvec.plan.ir import Query
 from cepvec.registry import Choice, choose
 from cepvec.runtime.prepare import Prepared, check_predicate_types, output_schema, prepare
-from cepvec.sharing.executor import SharedRun
+from cepvec.sharing.executor import SharedRun, runs_shared
 from cepvec.sharing.workload import SHARING, Workload, compile_workload, named
 
 NUMERIC = ("int64", "float64")
@@ -90,8 +90,11 @@ class WorkloadRun:
         in_shared = set()
         for names in shared:
             p = preps[names[0]]
-            self.runs.append((names[0], SharedRun({n: queries[n] for n in names}, p, numeric=numeric), names))
-            in_shared.update(names)
+            # SUM / AVG of a float attribute with exact counts: on the query's own path (runs_shared)
+            names = tuple(n for n in names if runs_shared(queries[n], p.df.schema, numeric))
+            if names:
+                self.runs.append((names[0], SharedRun({n: queries[n] for n in names}, p, numeric=numeric), names))
+                in_shared.update(names)
         for name, q in queries.items():
             if name not in in_shared:
                 p = preps[name]

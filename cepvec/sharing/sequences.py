@@ -160,8 +160,12 @@ def executor_support(q: Query) -> str | None:
         if panes is None or panes > MAX_PANES:
             return (f"WITHIN is {panes} panes of gcd(WITHIN, SLIDE) (the shared executor keeps at most {MAX_PANES})"
                     if panes is not None else "WITHIN and SLIDE mix a bare number and a unit")
-    if any(not a.star for a in q.aggs):
-        return "aggregates other than COUNT(*)"
+    pos = positions_of(q)
+    for a in q.aggs:
+        if a.func in ("MIN", "MAX"):
+            return "MIN / MAX (the shared executor adds counts and sums)"
+        if not a.star and (len(a.occs) != 1 or a.occs[0] not in pos):
+            return f"{a.label} does not read one position of the SEQ"
     if q.strategy != "skip-till-any-match":
         return f"event selection {q.strategy}"
     if q.run_preds:

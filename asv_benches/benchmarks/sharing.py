@@ -18,6 +18,13 @@ uniform or Zipf item popularity (``ecommerce_stream``).
 * ``track_events_per_second``: events / s of ``time_run_many``;
 * ``SharingPlanner.time_plan``: ``cepvec.workload(texts)`` (compile, Sharon
   graph, pruning, plan finder) for 20 and 120 queries;
+* ``SharingAggregates``: the workload with sums (``sums``: every other query
+  returns ``SUM`` of its second item's price and ``AVG`` of its first, as
+  channels of the trie; ``numeric="float64"`` for every run, since a float
+  sum with exact counts runs on its own path) or with negations
+  (``negations``: one query in three forbids ``Item00`` between its first two
+  items); ``run_many``, ``sharing="none"`` and ``cepvec.run`` per query, 120
+  queries, uniform items.
 * ``SharingPredicates``: the same workload with local predicates
   (:func:`with_predicates`: a price threshold from a pool of three on the
   first item of two queries in three, and on the second of one in three), so
@@ -145,3 +152,53 @@ class SharingPredicates:
     def time_per_query(self, n_queries):
         for q in self.queries:
             cepvec.run(q, self.events)
+
+
+def with_aggregates(texts: dict[str, str]) -> dict[str, str]:
+    """Every other query returns SUM of its second item's price and AVG of its first item's price."""
+    out = {}
+    for i, (name, text) in enumerate(texts.items()):
+        m = re.fullmatch(r"RETURN customer, COUNT\(\*\) PATTERN SEQ\((.*)\) (GROUP-BY .*)", text)
+        items = m.group(1).split(", ")
+        seq = ", ".join(f"{t} e{j}" for j, t in enumerate(items))
+        aggs = "COUNT(*), SUM(e1.price), AVG(e0.price)" if i % 2 == 0 else "COUNT(*)"
+        out[name] = f"RETURN customer, {aggs} PATTERN SEQ({seq}) {m.group(2)}"
+    return out
+
+
+def with_negations(texts: dict[str, str]) -> dict[str, str]:
+    """One query in three forbids ``Item00`` between its first two items."""
+    out = {}
+    for i, (name, text) in enumerate(texts.items()):
+        if i % 3 == 0:
+            text = re.sub(r"PATTERN SEQ\((\w+), ", r"PATTERN SEQ(\1, NOT Item00, ", text, count=1)
+        out[name] = text
+    return out
+
+
+class SharingAggregates:
+    params = [["sums", "negations"]]
+    param_names = ["kind"]
+    timeout = 900
+    number = 1
+    repeat = 3
+
+    def setup(self, kind):
+        self.events = events("uniform")
+        texts = ecommerce_workload(120, seed=SEED)
+        self.workload = cepvec.workload(with_aggregates(texts) if kind == "sums" else with_negations(texts))
+        assert len(self.workload.plan.shared_queries) == 120
+        self.queries = list(self.workload.queries.values())
+        small = self.events.head(2000)  # compile / load the kernels
+        cepvec.run_many(self.workload, small, numeric="float64")
+        cepvec.run_many(self.workload, small, sharing="none", numeric="float64")
+
+    def time_run_many(self, kind):
+        cepvec.run_many(self.workload, self.events, numeric="float64")
+
+    def time_none(self, kind):
+        cepvec.run_many(self.workload, self.events, sharing="none", numeric="float64")
+
+    def time_per_query(self, kind):
+        for q in self.queries:
+            cepvec.run(q, self.events, numeric="float64")

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline
-from .scan import _eval_block
+from .scan import _eval_block, eval_scratch
 
 NEG_INF = -9223372036854775807 - 1
 POS_INF = 9223372036854775807
@@ -94,11 +94,7 @@ def build_match_graph(strategy, mode, w, seg_ptr, t, gprev, cand, start_ok, occ_
     widest = 1
     for s in range(n_seg):
         widest = max(widest, seg_ptr[s + 1] - seg_ptr[s])
-    blk = np.empty(widest, np.int64)
-    mask = np.empty(widest, np.bool_)
-    sI = np.zeros((max_depth, widest), np.int64)
-    sF = np.zeros((max_depth, widest), np.float64)
-    sN = np.zeros((max_depth, widest), np.bool_)
+    blk, mask, sI, sF, sN = eval_scratch(max_depth, widest)
     # skip till next match: per occurrence, the events of the partition still waiting for their next
     # event (nxt unset), newest last; compacted when the time stamp advances. Scanning them instead of
     # the whole window makes the cost per event the number of open runs, not the window length.

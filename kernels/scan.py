@@ -122,6 +122,13 @@ def _cmp(a, b, c):
 
 # One long function on purpose: the dispatch loop of a stack machine, one branch per opcode;
 # a call per opcode would pass the stack arrays each time (atomic reference counting, see below).
+@jit_inline
+def eval_scratch(max_depth, n):
+    """Scratch of :func:`_eval_block` for blocks of up to ``n`` candidates: ``(cand, mask, sI, sF, sN)``."""
+    return (np.empty(n, np.int64), np.empty(n, np.bool_), np.zeros((max_depth, n), np.int64),
+            np.zeros((max_depth, n), np.float64), np.zeros((max_depth, n), np.bool_))
+
+
 @jit
 def _eval_block(prog_op, prog_arg, plo, phi, constI, constF, colI, nI, colF, nF, cand, nc, e, sI, sF, sN, mask):
     """Evaluate one predicate program for the pairs (cand[k], e), k < nc: mask[k] = predicate is true.
@@ -352,11 +359,7 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
     nmax = 0
     for sg in range(seg_ptr.shape[0] - 1):
         nmax = max(nmax, seg_ptr[sg + 1] - seg_ptr[sg])
-    cand = np.empty(nmax, np.int64)
-    mask = np.empty(nmax, np.bool_)
-    sI = np.empty((max_depth, nmax), np.int64)
-    sF = np.empty((max_depth, nmax), np.float64)
-    sN = np.empty((max_depth, nmax), np.bool_)
+    cand, mask, sI, sF, sN = eval_scratch(max_depth, nmax)
     gstart = np.empty(nmax, np.int64)  # first event of e's time stamp: predecessors end before it
     xlo = np.empty(nmax, np.int64)  # first event inside e's window reach (t > e.t - w)
     PM = np.empty((max(n_neg, 1), nmax + 1), np.int64)

@@ -114,55 +114,70 @@ FIRST = ("", "e0.price > 100", "e0.price <= 500")
 SECOND = ("", "", "e1.price > 20")
 
 
+def _named(text: str) -> tuple[str, str]:
+    """An e-commerce query's SEQ with its positions named ``e0, e1, ...``, and its GROUP-BY and window."""
+    m = re.fullmatch(r"RETURN customer, COUNT\(\*\) PATTERN SEQ\((.*)\) (GROUP-BY .*)", text)
+    return ", ".join(f"{t} e{j}" for j, t in enumerate(m.group(1).split(", "))), m.group(2)
+
+
 def with_predicates(texts: dict[str, str]) -> dict[str, str]:
     """The e-commerce queries with named positions and local predicates from :data:`FIRST` / :data:`SECOND`."""
     out = {}
     for i, (name, text) in enumerate(texts.items()):
-        m = re.fullmatch(r"RETURN customer, COUNT\(\*\) PATTERN SEQ\((.*)\) (GROUP-BY .*)", text)
-        items = m.group(1).split(", ")
-        seq = ", ".join(f"{t} e{j}" for j, t in enumerate(items))
+        seq, rest = _named(text)
         preds = [p for p in (FIRST[i % 3], SECOND[(i // 3) % 3]) if p]
         where = f" WHERE {' AND '.join(preds)}" if preds else ""
-        out[name] = f"RETURN customer, COUNT(*) PATTERN SEQ({seq}){where} {m.group(2)}"
+        out[name] = f"RETURN customer, COUNT(*) PATTERN SEQ({seq}){where} {rest}"
     return out
 
 
-class SharingPredicates:
-    params = [[20, 120]]
-    param_names = ["n_queries"]
+class _SharedVariant:
+    """``run_many``, ``sharing="none"`` and ``cepvec.run`` per query of a variant of the e-commerce
+    workload (:meth:`texts`) that the shared executor runs whole, uniform items."""
+
     timeout = 900
     number = 1
     repeat = 3
+    numeric = "int64"
 
-    def setup(self, n_queries):
+    def texts(self, param) -> dict[str, str]:
+        raise NotImplementedError
+
+    def setup(self, param):
         self.events = events("uniform")
-        self.workload = cepvec.workload(with_predicates(ecommerce_workload(n_queries, seed=SEED)))
-        assert len(self.workload.plan.shared_queries) == n_queries
+        self.workload = cepvec.workload(self.texts(param))
+        assert len(self.workload.plan.shared_queries) == len(self.workload.queries)
         self.queries = list(self.workload.queries.values())
         small = self.events.head(2000)  # compile / load the kernels
-        cepvec.run_many(self.workload, small)
-        cepvec.run_many(self.workload, small, sharing="none")
+        cepvec.run_many(self.workload, small, numeric=self.numeric)
+        cepvec.run_many(self.workload, small, sharing="none", numeric=self.numeric)
 
-    def time_run_many(self, n_queries):
-        cepvec.run_many(self.workload, self.events)
+    def time_run_many(self, param):
+        cepvec.run_many(self.workload, self.events, numeric=self.numeric)
 
-    def time_none(self, n_queries):
-        cepvec.run_many(self.workload, self.events, sharing="none")
+    def time_none(self, param):
+        cepvec.run_many(self.workload, self.events, sharing="none", numeric=self.numeric)
 
-    def time_per_query(self, n_queries):
+    def time_per_query(self, param):
         for q in self.queries:
-            cepvec.run(q, self.events)
+            cepvec.run(q, self.events, numeric=self.numeric)
+
+
+class SharingPredicates(_SharedVariant):
+    params = [[20, 120]]
+    param_names = ["n_queries"]
+
+    def texts(self, n_queries):
+        return with_predicates(ecommerce_workload(n_queries, seed=SEED))
 
 
 def with_aggregates(texts: dict[str, str]) -> dict[str, str]:
     """Every other query returns SUM of its second item's price and AVG of its first item's price."""
     out = {}
     for i, (name, text) in enumerate(texts.items()):
-        m = re.fullmatch(r"RETURN customer, COUNT\(\*\) PATTERN SEQ\((.*)\) (GROUP-BY .*)", text)
-        items = m.group(1).split(", ")
-        seq = ", ".join(f"{t} e{j}" for j, t in enumerate(items))
+        seq, rest = _named(text)
         aggs = "COUNT(*), SUM(e1.price), AVG(e0.price)" if i % 2 == 0 else "COUNT(*)"
-        out[name] = f"RETURN customer, {aggs} PATTERN SEQ({seq}) {m.group(2)}"
+        out[name] = f"RETURN customer, {aggs} PATTERN SEQ({seq}) {rest}"
     return out
 
 
@@ -176,29 +191,11 @@ def with_negations(texts: dict[str, str]) -> dict[str, str]:
     return out
 
 
-class SharingAggregates:
+class SharingAggregates(_SharedVariant):
     params = [["sums", "negations"]]
     param_names = ["kind"]
-    timeout = 900
-    number = 1
-    repeat = 3
+    numeric = "float64"  # a float sum with exact counts runs on its own path
 
-    def setup(self, kind):
-        self.events = events("uniform")
+    def texts(self, kind):
         texts = ecommerce_workload(120, seed=SEED)
-        self.workload = cepvec.workload(with_aggregates(texts) if kind == "sums" else with_negations(texts))
-        assert len(self.workload.plan.shared_queries) == 120
-        self.queries = list(self.workload.queries.values())
-        small = self.events.head(2000)  # compile / load the kernels
-        cepvec.run_many(self.workload, small, numeric="float64")
-        cepvec.run_many(self.workload, small, sharing="none", numeric="float64")
-
-    def time_run_many(self, kind):
-        cepvec.run_many(self.workload, self.events, numeric="float64")
-
-    def time_none(self, kind):
-        cepvec.run_many(self.workload, self.events, sharing="none", numeric="float64")
-
-    def time_per_query(self, kind):
-        for q in self.queries:
-            cepvec.run(q, self.events, numeric="float64")
+        return with_aggregates(texts) if kind == "sums" else with_negations(texts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import sys
 
 import pytest
@@ -17,11 +18,14 @@ def _clean_env(monkeypatch):
             monkeypatch.delenv(k)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt is Linux only")
 def test_import_tunes_glibc(monkeypatch):
+    """On Linux with glibc (CI) the thresholds are set; elsewhere nothing is, and the reason says so."""
     _clean_env(monkeypatch)
-    assert memory.tune_allocator() == "tuned"
-    assert memory.STATE[0] == "tuned"
+    want = ("tuned",) if sys.platform.startswith("linux") else (f"not glibc ({sys.platform})",)
+    if sys.platform.startswith("linux") and "glibc" not in " ".join(platform.libc_ver()):
+        want = ("not glibc", "mallopt refused")  # musl and other C libraries
+    assert memory.tune_allocator() in want
+    assert memory.STATE[0] in want
 
 
 @pytest.mark.parametrize("var,value,why", [

@@ -52,6 +52,15 @@ def test_huge_durations_are_a_plan_error(window, unit):
         cepvec.run(f"RETURN COUNT(*) PATTERN SEQ(A, B) {window}", EV, time_unit=unit)
 
 
+@pytest.mark.parametrize("text", ["\u00b9", "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 1\u00b2",
+                                  "RETURN COUNT(*) PATTERN A WHERE A.x > \u0663"])
+def test_non_ascii_digits_are_a_syntax_error(text):
+    """Superscript and Arabic-Indic digits pass ``str.isdigit`` but are not numbers of the language
+    (found by the byte fuzzer: ``int('\u00b9')`` raised ValueError)."""
+    with pytest.raises(cepvec.CepvecSyntaxError, match="unexpected character"):
+        cepvec.compile(text)
+
+
 def test_deep_nesting_is_a_syntax_error_with_position():
     text = "RETURN COUNT(*) PATTERN SEQ(A, B) WHERE " + "(" * 3000 + "A.x > 1" + ")" * 3000
     with pytest.raises(cepvec.CepvecSyntaxError) as info:

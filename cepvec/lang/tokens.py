@@ -55,6 +55,11 @@ _OPERATORS = [
 _QUOTES = {"'": "'", '"': '"', "‘": "’", "’": "’", "“": "”"}
 
 
+def _is_digit(c: str) -> bool:
+    """An ASCII digit: ``str.isdigit`` also holds for digits such as ``¹`` that ``int`` refuses."""
+    return "0" <= c <= "9"
+
+
 def _is_ident_start(c: str) -> bool:
     return c.isascii() and (c.isalpha() or c == "_")
 
@@ -80,7 +85,7 @@ def tokenize(source: str) -> list[Token]:
                     source=source, start=i, end=i + 2)
             i = j + 2
             continue
-        if source.startswith("--", i) and (i + 2 >= n or not source[i + 2].isdigit()):
+        if source.startswith("--", i) and (i + 2 >= n or not _is_digit(source[i + 2])):
             j = source.find("\n", i)
             i = n if j < 0 else j + 1
             continue
@@ -96,23 +101,23 @@ def tokenize(source: str) -> list[Token]:
             toks.append(Token(T.IDENT, source[i:j], i, j, source[i:j]))
             i = j
             continue
-        if c.isdigit() or (c == "." and i + 1 < n and source[i + 1].isdigit()):
+        if _is_digit(c) or (c == "." and i + 1 < n and _is_digit(source[i + 1])):
             j = i
-            while j < n and source[j].isdigit():
+            while j < n and _is_digit(source[j]):
                 j += 1
             is_float = False
-            if j < n and source[j] == "." and j + 1 < n and source[j + 1].isdigit():
+            if j < n and source[j] == "." and j + 1 < n and _is_digit(source[j + 1]):
                 is_float = True
                 j += 1
-                while j < n and source[j].isdigit():
+                while j < n and _is_digit(source[j]):
                     j += 1
             if j < n and source[j] in "eE" and j + 1 < n and (
-                source[j + 1].isdigit()
-                or (source[j + 1] in "+-" and j + 2 < n and source[j + 2].isdigit())
+                _is_digit(source[j + 1])
+                or (source[j + 1] in "+-" and j + 2 < n and _is_digit(source[j + 2]))
             ):
                 is_float = True
                 j += 2
-                while j < n and source[j].isdigit():
+                while j < n and _is_digit(source[j]):
                     j += 1
             text = source[i:j]
             value = float(text) if is_float else int(text)

@@ -122,10 +122,53 @@ def _reset_guarded(i, c, p, jcur, Rp, use_mask, pm, reset_ptr, reset_nodes, rese
     return n_j
 
 
+@jit_inline
+def _journal(p, row, slot, old, j_part, j_row, j_slot, j_old, j_reset, n_j):
+    """Record ``old`` as the value of (partition, row, slot) before the current time, unless an entry
+    for it is there already; returns the journal length."""
+    for x in range(n_j):
+        if j_row[x] == row and j_slot[x] == slot and j_part[x] == p:
+            return n_j
+    j_part[n_j] = p
+    j_row[n_j] = row
+    j_slot[n_j] = slot
+    j_old[n_j] = old
+    j_reset[n_j] = False
+    return n_j + 1
+
+
+@jit
+def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wtag, wj_part, wj_leaf, wj_slot,
+                wj_old, wj_reset, n_wj):
+    """Event ``i`` (code ``c``, partition ``p``, in windows ``kmin..kmax``) ends the matches of the leaves
+    of queries ending with its negation: each open window keeps what its time added. Returns the
+    window journal length."""
+    for a in range(end_ptr[c], end_ptr[c + 1]):
+        pr = end_pred[a]
+        if pr >= 0 and not pm[i, pr]:
+            continue
+        lf = end_leaf[a]
+        for k in range(kmin, kmax + 1):
+            r = k % Rw
+            if wtag[p, lf, r] != k:
+                continue  # no match of this window yet
+            cur = W[p, lf, r]
+            x = 0
+            while x < n_wj and not (wj_leaf[x] == lf and wj_slot[x] == r and wj_part[x] == p):
+                x += 1
+            if x == n_wj:
+                n_wj = _journal(p, lf, r, cur, wj_part, wj_leaf, wj_slot, wj_old, wj_reset, n_wj)
+            elif wj_reset[x]:
+                continue
+            wj_reset[x] = True
+            W[p, lf, r] = cur - wj_old[x]
+    return n_wj
+
+
 @jit
 def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_sum, reset_ptr, reset_nodes,
-               reset_pred, parent, leaf_of, qleaf, mode, w, s, g, is_int, C, ctag, mask, W, wtag, slot_k, start, out_q,
-               out_p, out_k, out_v):
+               reset_pred, end_ptr, end_leaf, end_pred, parent, leaf_of, qleaf, mode, w, s, g, is_int, C, ctag, mask,
+               W, wtag, slot_k, start, out_q, out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);
@@ -142,7 +185,11 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     of the node the count it had before the event's time: prefixes that ended earlier have this
     event between them and any later extension; those ending at this time stay (the order in a
     match is strict). The event runs in journal mode (as a tie) so that later events of its time
-    still read the counts from before it.
+    still read the counts from before it. ``end_leaf[end_ptr[c]:end_ptr[c + 1]]``: the leaves (in
+    ``W``) of queries ending with ``NOT N`` that an event of code ``c`` resets (``end_pred``: N's
+    predicate): in every open window that contains it, the matches that ended before it no longer
+    count (an N after the match and before the window's end); the window totals of those leaves
+    are journaled at tie times as the counts are.
 
     status 0: every event done; 1: the output buffers are full (call again from the next event
     with emptied or larger buffers); -2: an int64 count overflowed at the next event.
@@ -176,10 +223,19 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         last_i[p] = i
     most = 1  # most journal entries per event and pane: nodes of its type and nodes it resets
     for c in range(len(type_ptr) - 1):
-        k = type_ptr[c + 1] - type_ptr[c] + reset_ptr[c + 1] - reset_ptr[c]
+        k = type_ptr[c + 1] - type_ptr[c] + reset_ptr[c + 1] - reset_ptr[c] + end_ptr[c + 1] - end_ptr[c]
         if k > most:
             most = k
-    jcap = longest * most * Rp + 1
+    jcap = longest * most * max(Rp, 1) + 1
+    # window totals changed at the current time (end negations only): same layout, slots of W
+    wcap = longest * most * Rw + 1 if end_ptr[-1] > 0 else 1
+    wj_part = np.empty(wcap, np.int64)
+    wj_leaf = np.empty(wcap, np.int64)
+    wj_slot = np.empty(wcap, np.int64)
+    wj_old = np.empty(wcap, C.dtype)
+    wj_reset = np.zeros(wcap, np.bool_)
+    n_wj = 0
+    has_end = end_ptr[-1] > 0
     j_part = np.empty(jcap, np.int64)
     j_node = np.empty(jcap, np.int64)
     j_slot = np.empty(jcap, np.int64)
@@ -215,10 +271,12 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                         return 1, i, n_out
                     n_out = _emit_window(W, wtag, leaf_of, qleaf, p, r, old, out_q, out_p, out_k, out_v, n_out)
                 slot_k[p, r] = k  # no reset: totals tagged with an older window read as 0
-        resets = reset_ptr[c + 1] > reset_ptr[c]
+        ends = end_ptr[c + 1] > end_ptr[c]
+        resets = reset_ptr[c + 1] > reset_ptr[c] or ends
         tie = tie_prev[i] or tie_next[i] or resets
         if tie and t != j_time:
             n_j = 0  # the journal holds the first changes at time t, of every partition
+            n_wj = 0
             j_time = t
         for a in range(type_ptr[c], type_ptr[c + 1]):
             node = type_nodes[a]
@@ -323,11 +381,16 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                                 return -2, i, n_out
                         elif is_int and tot > _I64_MAX - val:
                             return -2, i, n_out
+                        if tie and has_end:
+                            n_wj = _journal(p, lf, r, tot, wj_part, wj_leaf, wj_slot, wj_old, wj_reset, n_wj)
                         W[p, lf, r] = tot + val
                         r += 1
                         if r == Rw:
                             r = 0
-        if resets:
+        if ends:
+            n_wj = _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wtag, wj_part, wj_leaf,
+                               wj_slot, wj_old, wj_reset, n_wj)
+        if reset_ptr[c + 1] > reset_ptr[c]:
             n_j = _reset_guarded(i, c, p, jcur, Rp, use_mask, pm, reset_ptr, reset_nodes, reset_pred, C, ctag,
                                  mask, j_part, j_node, j_slot, j_old, j_reset, n_j)
     return 0, n, n_out

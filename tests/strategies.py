@@ -326,8 +326,8 @@ SHARED_PREDICATES = ("", "", "{v}.x > 1", "{v}.x <= 2", "{v}.v < 2.5", "{v}.x > 
 def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggregates: bool = True):
     """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*) or SUM / AVG /
     COUNT of a position (integers with nulls, floats with NaN), one window and key, local predicates
-    on some positions, a negation of one type (with or without a predicate) between some positions
-    (a type of the pattern or another)."""
+    on some positions, a negation of one type (with or without a predicate) after some positions,
+    the last included (a type of the pattern or another)."""
     window = draw(st.sampled_from(SHARED_WINDOWS))
     ret, where, key = draw(st.sampled_from(SHARED_KEYS))
     n = draw(st.integers(2, 5))
@@ -337,7 +337,7 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggr
         parts, items = [], list(where)
         for j, t in enumerate(seq):
             parts.append(f"{t} v{j}")
-            if negations and j < len(seq) - 1 and draw(st.integers(0, 2)) == 0:
+            if negations and len(seq) > 1 and draw(st.integers(0, 2)) == 0:  # after a position (or the end)
                 parts.append(f"NOT {draw(st.sampled_from('ABC'))} n{j}")
                 if predicates:
                     pred = draw(st.sampled_from(SHARED_PREDICATES)).format(v=f"n{j}")

@@ -194,6 +194,11 @@ NEGATION_WORKLOAD = {
     "a_nb_b": "RETURN COUNT(*) PATTERN SEQ(A, NOT B, B)",
     "ab_na_b": "RETURN COUNT(*) PATTERN SEQ(A, B, NOT A, B)",
     "a_nb_a_nb_a": "RETURN COUNT(*) PATTERN SEQ(A, NOT B, A, NOT B, A)",
+    # negated ends: the matches of a window end at a later N inside it
+    "ab_nb": "RETURN COUNT(*) PATTERN SEQ(A, B, NOT B)",
+    "ab_na": "RETURN COUNT(*), SUM(b.x) PATTERN SEQ(A a, B b, NOT A)",
+    "ab_nap": "RETURN COUNT(*) PATTERN SEQ(A a, B b, NOT A c) WHERE c.x > 0",
+    "a_nb_a_nb": "RETURN COUNT(*) PATTERN SEQ(A, NOT B, A, NOT B)",
 }
 
 
@@ -214,11 +219,11 @@ def test_sums_on_every_tiny_stream(window):
                        x=lambda i: (-1, None, 1, 0, 2)[i % 5])
 
 
-@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 2"])
+@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 2", "WITHIN 4 SLIDE 3", "WITHIN 1 SLIDE 2"])
 def test_middle_negations_on_every_tiny_stream(window):
     """A negation between two positions: of the next position's type, of the guarded position's own
     type, with a predicate, twice in one pattern; ties (a negated event at the time of a position does
-    not lie between)."""
+    not lie between); negated ends (with a predicate, a sum, the last position's own type)."""
     _every_tiny_stream({n: f"{t} {window}".strip() for n, t in NEGATION_WORKLOAD.items()})
 
 

@@ -174,6 +174,19 @@ class SharedRun:
         leaves = sorted(set(rows))
         self.leaf_of = np.full(self.trie.size, -1, np.int64)
         self.leaf_of[leaves] = np.arange(len(leaves))
+        # a negated end (SEQ(A, B, NOT N)): an N event ends the matches of every open window of the
+        # query's leaves (its count and channels)
+        code = {t: c for c, t in enumerate(self.trie.types, start=1)}
+        pred = {key: j for j, key in enumerate(self.trie.preds)}
+        ends: list[list[tuple[int, int]]] = [[] for _ in range(len(self.trie.types) + 1)]
+        for qi, name in enumerate(self.names):
+            for gt, gk in steps_of(queries[name])[-1][2]:
+                for r in [self.trie.leaf[qi], *self.trie.chan_leaf[qi]]:
+                    ends[code[gt]].append((int(self.leaf_of[r]), pred[gk] if gk else -1))
+        self.end_ptr = np.zeros(len(ends) + 1, np.int64)
+        self.end_ptr[1:] = np.cumsum([len(e) for e in ends])
+        self.end_leaf = np.array([x for e in ends for x, _ in e], np.int64)
+        self.end_pred = np.array([j for e in ends for _, j in e], np.int64)
         if q0.window.kind == "slide":
             self.mode, self.w, self.s = K.MODE_SLIDE, int(prep.w), int(prep.s)
             self.g = math.gcd(self.w, self.s)  # pane length: every window is a run of whole panes
@@ -266,8 +279,9 @@ class SharedRun:
         while True:
             status, start, n = K.run_shared(pid, times, codes, pm, ew, self.trie.type_ptr, self.trie.type_nodes,
                                             self.trie.node_pred, self.node_w, self.node_sum,
-                                            self.trie.reset_ptr, self.trie.reset_nodes,
-                                            self.trie.reset_pred, self.parent, self.leaf_of, self.qleaf,
+                                            self.trie.reset_ptr, self.trie.reset_nodes, self.trie.reset_pred,
+                                            self.end_ptr, self.end_leaf, self.end_pred, self.parent, self.leaf_of,
+                                            self.qleaf,
                                             self.mode, self.w, self.s,
                                             self.g, self.dtype is np.int64, *self.state, start, *self.out)
             if n:

@@ -17,7 +17,8 @@ MAX_PANES = 4096
 def _sequence(q: Query) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]] | None:
     """``(positions, guards)`` of a fixed-length SEQ of single-type occurrences: the positive
     occurrence ids, and per position the negated occurrences right after it (``SEQ(A, NOT N, B)``:
-    ``{A: (N,)}``). Negations must each be one event type between two positions; else None."""
+    ``{A: (N,)}``; after the last position: a negated end). Negations must each be one event type
+    after a position; else None (a negated start, sequence or choice of types)."""
     if q.is_kleene or q.edges:
         return None
     root = q.root
@@ -36,20 +37,18 @@ def _sequence(q: Query) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]] | 
         if len(occ.types) != 1 or occ.negated:
             return None
         out.append(it.occ)
-    if isinstance(items[-1], Neg):
-        return None  # a negated end
     return tuple(out), {k: tuple(v) for k, v in guards.items()}
 
 
 def positions_of(q: Query) -> tuple[int, ...] | None:
     """The positive occurrence ids of a fixed-length SEQ of single-type occurrences (negations only of
-    one event type between two positions), else None."""
+    one event type after a position), else None."""
     seq = _sequence(q)
     return None if seq is None else seq[0]
 
 
 def negated_of(q: Query) -> tuple[int, ...]:
-    """The negated occurrences of a query :func:`positions_of` accepts (those between positions)."""
+    """The negated occurrences of a query :func:`positions_of` accepts (those after a position)."""
     seq = _sequence(q)
     return () if seq is None else tuple(o for g in seq[1].values() for o in g)
 
@@ -105,7 +104,7 @@ def why_not_sharable(q: Query) -> str | None:
     if q.qualified_equivalences:
         return "qualified equivalence"
     if q.negations and _sequence(q) is None and sequence_of_positives(q):
-        return "negation at the start or end, or of a sequence or several types"
+        return "negation at the start, or of a sequence or several types"
     if sequence_of(q) is None:
         return "not a SEQ of single event types"
     if len(sequence_of(q)) < 2:

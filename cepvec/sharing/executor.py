@@ -3,12 +3,14 @@
 Every query the executor runs (:func:`executor_support`) is a fixed-length
 ``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE`` or no
 window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions), local
-predicates (``WHERE A.price > 10``) and negations of one event type between two
-positions (``SEQ(A, NOT N, B)``). The queries of the class become one trie of
+predicates (``WHERE A.price > 10``), negations of one event type after a position
+(``SEQ(A, NOT N, B)``, ``SEQ(A, B, NOT N)``) and SUM / AVG / COUNT of a position. The queries of the class become one trie of
 prefixes (A-Seq section 4's prefix sharing) whose symbols are (event type, local
 predicates, the negations that follow): a prefix common to several queries,
 types, predicates and negations alike, is counted once per event and window for
-all of them; an event of a negated type resets the prefixes it guards. Each
+all of them; an event of a negated type resets the prefixes it guards, and ends
+the matches of the windows that contain it for queries that end with its
+negation. Each
 distinct local predicate is evaluated once per batch as a boolean column
 (:func:`cepvec.runtime.polars_expr.predicate_mask`, as the linear path does);
 a node with a predicate skips the events where it does not hold.

@@ -59,6 +59,11 @@ from cepvec.kernels.trend.arith import _sadd, _smul
 
 MODE_NONE = 0
 MODE_SLIDE = 1
+#: row kinds (``node_kind``): counts and non-null counts (added, never negative), sums (added, any
+#: sign), MIN / MAX as uint64 order keys held in int64 (the larger key wins, 0 is no value)
+KIND_COUNT = 0
+KIND_SUM = 1
+KIND_MAX = 2
 #: most pane slots tracked by the bit mask of non-zero start panes
 MASK_BITS = 62
 _I64_MAX = np.iinfo(np.int64).max
@@ -123,6 +128,12 @@ def _reset_guarded(i, c, p, jcur, Rp, use_mask, pm, reset_ptr, reset_nodes, rese
 
 
 @jit_inline
+def _key_max(a, b):
+    """The larger of two order keys (uint64 bit patterns in int64)."""
+    return b if np.uint64(b) > np.uint64(a) else a
+
+
+@jit_inline
 def _journal(p, row, slot, old, j_part, j_row, j_slot, j_old, j_reset, n_j):
     """Record ``old`` as the value of (partition, row, slot) before the current time, unless an entry
     for it is there already; returns the journal length."""
@@ -166,7 +177,7 @@ def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wta
 
 
 @jit
-def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_sum, reset_ptr, reset_nodes,
+def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
                reset_pred, end_ptr, end_leaf, end_pred, parent, leaf_of, qleaf, mode, w, s, g, is_int, C, ctag, mask,
                W, wtag, slot_k, start, out_q, out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
@@ -177,8 +188,11 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     an attribute of one position (or the number of those matches where it is not null).
     ``node_w[row] >= 0``: the row binds that position and adds the parent's count times the
     event's weight ``ew[i, node_w[row]]`` (the attribute, null as 0; or 1 / 0 for not null);
-    otherwise it adds the parent row as a count row does. ``node_sum[row]``: its values may be
-    negative (int64 additions checked both ways).
+    otherwise it adds the parent row as a count row does. ``node_kind[row]``: ``KIND_SUM`` rows
+    may be negative (int64 additions checked both ways); ``KIND_MAX`` rows (MIN / MAX) keep the
+    largest order key of the position's events in their prefix's matches instead of a sum (the
+    binding row takes the event's key where the parent's count shows a prefix; ``ew`` holds the
+    keys).
     ``reset_nodes[reset_ptr[c]:reset_ptr[c + 1]]``: the guarded nodes an event of type code ``c``
     resets (a negation ``NOT N`` after the node's position; ``reset_pred``: the negation's
     predicate, -1 for none). After its own updates, such an event takes from every live start pane
@@ -329,8 +343,11 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 if val == 0:
                     continue
                 wc = node_w[node]
+                kind = node_kind[node]
                 if wc >= 0:  # a channel row binding its position: the parent's count times the weight
-                    if is_int:
+                    if kind == KIND_MAX:
+                        val = ew[i, wc]  # the event's order key (0: no value); the count said a prefix exists
+                    elif is_int:
                         val, o1 = _smul(val, ew[i, wc], True)
                         if o1:
                             return -2, i, n_out
@@ -338,7 +355,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                         val = val * ew[i, wc]
                     if val == 0:
                         continue
-                signed = is_int and node_sum[node]
+                signed = is_int and kind == KIND_SUM
                 if ctag[p, node, b] == jp:
                     cur = C[p, node, b]
                 else:
@@ -357,13 +374,18 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                         j_old[n_j] = cur
                         j_reset[n_j] = False
                         n_j += 1
-                if signed:
-                    _, o1 = _sadd(cur, val, True)
-                    if o1:
+                if kind == KIND_COUNT:  # the common case first
+                    if is_int and cur > _I64_MAX - val:
                         return -2, i, n_out
-                elif is_int and cur > _I64_MAX - val:
-                    return -2, i, n_out
-                C[p, node, b] = cur + val
+                    C[p, node, b] = cur + val
+                elif kind == KIND_MAX:
+                    C[p, node, b] = _key_max(cur, val)
+                else:
+                    if signed:
+                        _, o1 = _sadd(cur, val, True)
+                        if o1:
+                            return -2, i, n_out
+                    C[p, node, b] = cur + val
                 if use_mask:
                     mask[p, node] |= 1 << b
                 if lf >= 0:  # a query's last node: the windows that contain t and start by pane jp
@@ -375,15 +397,18 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                         else:
                             tot = zero
                             wtag[p, lf, r] = k
-                        if signed:
-                            _, o1 = _sadd(tot, val, True)
-                            if o1:
+                        if kind == KIND_MAX:
+                            W[p, lf, r] = _key_max(tot, val)
+                        else:
+                            if signed:
+                                _, o1 = _sadd(tot, val, True)
+                                if o1:
+                                    return -2, i, n_out
+                            elif is_int and tot > _I64_MAX - val:
                                 return -2, i, n_out
-                        elif is_int and tot > _I64_MAX - val:
-                            return -2, i, n_out
-                        if tie and has_end:
-                            n_wj = _journal(p, lf, r, tot, wj_part, wj_leaf, wj_slot, wj_old, wj_reset, n_wj)
-                        W[p, lf, r] = tot + val
+                            if tie and has_end:
+                                n_wj = _journal(p, lf, r, tot, wj_part, wj_leaf, wj_slot, wj_old, wj_reset, n_wj)
+                            W[p, lf, r] = tot + val
                         r += 1
                         if r == Rw:
                             r = 0

@@ -319,6 +319,7 @@ SHARED_KEYS = (("", (), ""), ("id, ", (), " GROUP-BY id"), ("", ("[id]",), ""), 
 # exact counts run on the query's own path)
 SHARED_AGGS = ("COUNT(*)", "COUNT(*)", "COUNT(*), SUM({a}.x)", "AVG({a}.x)", "COUNT({a}), SUM({a}.v)",
                "SUM({a}.x) AS s, AVG({a}.v), COUNT(*)")
+SHARED_MINMAX = ("MIN({a}.x), MAX({a}.v)", "COUNT(*), MAX({a}.x), SUM({a}.x)")
 SHARED_PREDICATES = ("", "", "{v}.x > 1", "{v}.x <= 2", "{v}.v < 2.5", "{v}.x > 1 AND {v}.v >= 0", "{v}.id != 0")
 
 
@@ -351,6 +352,8 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggr
                     items.append(pred)
         cond = f" WHERE {' AND '.join(items)}" if items else ""
         var = seq[0] if len(seq) == 1 else f"v{draw(st.integers(0, len(seq) - 1))}"
-        aggs = draw(st.sampled_from(SHARED_AGGS)).format(a=var) if aggregates else "COUNT(*)"
+        negated = any(p.startswith("NOT ") for p in parts)  # MIN / MAX share only without negation
+        pool = SHARED_AGGS if negated else SHARED_AGGS + SHARED_MINMAX
+        aggs = draw(st.sampled_from(pool)).format(a=var) if aggregates else "COUNT(*)"
         texts[f"s{i}"] = f"RETURN {ret}{aggs} PATTERN {pattern}{cond}{key} {window}".strip()
     return texts

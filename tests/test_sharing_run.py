@@ -208,13 +208,16 @@ AGGREGATE_WORKLOAD = {
     "aba": "RETURN SUM(c.x), AVG(a.x) PATTERN SEQ(A a, B b, A c)",
     "aa": "RETURN AVG(a.x), SUM(b.x) PATTERN SEQ(A a, A b)",
     "a_na_b": "RETURN SUM(a.x) PATTERN SEQ(A a, NOT A, B b)",
+    "ab_mm": "RETURN MIN(a.x), MAX(b.x) PATTERN SEQ(A a, B b)",
+    "aba_mm": "RETURN MAX(c.x), MIN(a.x), COUNT(*) PATTERN SEQ(A a, B b, A c)",
+    "aa_mm": "RETURN MIN(b.x), MAX(a.x) PATTERN SEQ(A a, A b)",
 }
 
 
 @pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1"])
 def test_sums_on_every_tiny_stream(window):
-    """SUM / AVG / COUNT of a position over shared prefixes (channels of the trie), values -1, 0, 1 and
-    null: a type twice, a negation, sums of the first and of a later position."""
+    """SUM / AVG / COUNT / MIN / MAX of a position over shared prefixes (channels of the trie), values
+    -1, 0, 1, 2 and null: a type twice, a negation, the first and a later position."""
     _every_tiny_stream({n: f"{t} {window}".strip() for n, t in AGGREGATE_WORKLOAD.items()},
                        x=lambda i: (-1, None, 1, 0, 2)[i % 5])
 

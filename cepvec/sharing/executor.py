@@ -34,6 +34,7 @@ from cepvec.kernels.linear import view_codes, view_hash, view_words
 from cepvec.paths.linear.plan import build as linear_plan
 from cepvec.paths.linear.run import string_views
 from cepvec.plan.ir import Query
+from cepvec.runtime.order_keys import order_keys, orderable
 from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask
@@ -51,9 +52,9 @@ class Trie:
     before that event can no longer be extended (``reset_ptr`` / ``reset_nodes`` / ``reset_pred``
     by type code, as ``type_ptr`` / ``type_nodes``)."""
 
-    def __init__(self, seqs: list[tuple[tuple, ...]], chans: list[list[tuple[int, int, bool]]] | None = None):
-        """``seqs``: per query its steps; ``chans``: per query its sum channels ``(position k (1-based),
-        weight column, sum: values may be negative)``. A channel is a row for each prefix of the
+    def __init__(self, seqs: list[tuple[tuple, ...]], chans: list[list[tuple[int, int, int]]] | None = None):
+        """``seqs``: per query its steps; ``chans``: per query its channels ``(position k (1-based),
+        weight column, row kind)`` (``kernels.sharing.KIND_*``). A channel is a row for each prefix of the
         query of length k or more; the row of length k binds position k (the parent's count times
         the weight), longer ones add their parent's channel row. Queries share a channel row where
         prefix, position and weight agree."""
@@ -61,22 +62,22 @@ class Trie:
         self.parent = [0]
         self.last: list[tuple | None] = [None]
         self.w = [-1]  # per row: weight column it binds (-1: none)
-        self.is_sum = [False]
+        self.kind = [K.KIND_COUNT]  # per row: kernels.sharing.KIND_*
         self.leaf = []
         self.chan_leaf: list[list[int]] = []
         for qi, seq in enumerate(seqs):
             for j in range(1, len(seq) + 1):
                 pre = seq[:j]
                 if pre not in self.node_of:
-                    self._row(pre, self.node_of[seq[:j - 1]], seq[j - 1], -1, False)
+                    self._row(pre, self.node_of[seq[:j - 1]], seq[j - 1], -1, K.KIND_COUNT)
             self.leaf.append(self.node_of[seq])
             leaves = []
-            for k, wcol, is_sum in (chans[qi] if chans else ()):
+            for k, wcol, kind in (chans[qi] if chans else ()):
                 for j in range(k, len(seq) + 1):
                     key = (seq[:j], k, wcol)
                     if key not in self.node_of:
                         par = self.node_of[seq[:k - 1]] if j == k else self.node_of[(seq[:j - 1], k, wcol)]
-                        self._row(key, par, seq[j - 1], wcol if j == k else -1, is_sum)
+                        self._row(key, par, seq[j - 1], wcol if j == k else -1, kind)
                 leaves.append(self.node_of[(seq, k, wcol)])
             self.chan_leaf.append(leaves)
         steps = [x for x in self.last if x is not None]
@@ -116,12 +117,12 @@ class Trie:
         self.reset_nodes = np.array([x for r in resets for x, _ in r], np.int64)
         self.reset_pred = np.array([j for r in resets for _, j in r], np.int64)
 
-    def _row(self, key, parent: int, step: tuple, w: int, is_sum: bool) -> None:
+    def _row(self, key, parent: int, step: tuple, w: int, kind: int) -> None:
         self.node_of[key] = len(self.parent)
         self.parent.append(parent)
         self.last.append(step)
         self.w.append(w)
-        self.is_sum.append(is_sum)
+        self.kind.append(kind)
 
     @property
     def size(self) -> int:
@@ -145,12 +146,16 @@ class SharedRun:
                       else SimpleNamespace(components=[], comp_of_agg=[() for _ in queries[n].aggs])
                       for n in self.names}
         weights: dict[tuple[str, str], int] = {}
+        self.weight_query: dict[tuple[str, str], Query] = {}  # a query reading it (MIN / MAX key errors)
         chans = []
         for n in self.names:
+            for c in self.plans[n].components:
+                self.weight_query.setdefault((c.attr, c.kind), queries[n])
             pos = positions_of(queries[n])
             chans.append([(pos.index(c.occs[0]) + 1, weights.setdefault((c.attr, c.kind), len(weights)),
-                           c.kind == "sum") for c in self.plans[n].components if c.kind in ("sum", "nonnull")])
+                           _KINDS[c.kind]) for c in self.plans[n].components if c.kind != "count"])
         self.weights = list(weights)
+        self.chan_kinds = [[k for _, _, k in ch] for ch in chans]
         self.trie = Trie([steps_of(queries[n]) for n in self.names], chans)
         # each distinct local predicate once: its conjunction as one Polars boolean expression per batch
         exprs: dict[tuple[str, ...], tuple] = {}
@@ -159,10 +164,10 @@ class SharedRun:
                 exprs.setdefault(local_key(q, o), q.local.get(o, ()))
         self.pred_exprs = [predicate_mask(exprs[key]).alias(f"__pred{j}") for j, key in enumerate(self.trie.preds)]
         self.weight_exprs = [_weight(attr, kind, prep.df.schema[attr], numeric).alias(f"__w{j}")
-                             for j, (attr, kind) in enumerate(self.weights)]
+                             for j, (attr, kind) in enumerate(self.weights) if kind in ("sum", "nonnull")]
         self.parent = np.array(self.trie.parent, np.int64)
         self.node_w = np.array(self.trie.w, np.int64)
-        self.node_sum = np.array(self.trie.is_sum, np.bool_)
+        self.node_kind = np.array(self.trie.kind, np.int64)
         # output rows: per query its count leaf, then the leaf of each channel (the kernel's "queries")
         self.out_rows: list[tuple[int, int]] = []  # (query index, channel index or -1 for the count)
         rows = []
@@ -256,10 +261,14 @@ class SharedRun:
         else:
             pm = np.zeros((len(codes), 0), np.bool_)
             keep = np.flatnonzero(codes)
+        ew = np.zeros((len(codes), len(self.weights)), self.dtype)
         if self.weight_exprs:
-            ew = np.ascontiguousarray(df.select(self.weight_exprs).to_numpy().astype(self.dtype, copy=False))
-        else:
-            ew = np.zeros((len(codes), 0), self.dtype)
+            enc = df.select(self.weight_exprs)
+        for j, (attr, kind) in enumerate(self.weights):
+            if kind in ("min", "max"):  # order keys (uint64 bits; int64 state only)
+                ew[:, j] = order_keys(df[attr], kind, self.weight_query[(attr, kind)]).view(np.int64)
+            else:
+                ew[:, j] = enc[f"__w{j}"].to_numpy()
         arrays = (pid, times, codes, pm, ew)
         if len(keep) < len(codes):
             arrays = tuple(a[keep] for a in arrays)
@@ -280,7 +289,7 @@ class SharedRun:
         start = 0
         while True:
             status, start, n = K.run_shared(pid, times, codes, pm, ew, self.trie.type_ptr, self.trie.type_nodes,
-                                            self.trie.node_pred, self.node_w, self.node_sum,
+                                            self.trie.node_pred, self.node_w, self.node_kind,
                                             self.trie.reset_ptr, self.trie.reset_nodes, self.trie.reset_pred,
                                             self.end_ptr, self.end_leaf, self.end_pred, self.parent, self.leaf_of,
                                             self.qleaf,
@@ -320,15 +329,22 @@ class SharedRun:
         base = base.with_columns([pl.col(f"__c{j}").fill_null(0) if f"__c{j}" in base.columns
                                   else pl.lit(0, dtype=base["__v0"].dtype).alias(f"__c{j}") for j in range(n_ch)])
         vcols = ["__v0"] + [f"__c{j}" for j in range(n_ch)]
+        # a column holds order keys (MIN / MAX) for a query when its channel j is one: those combine by
+        # the larger unsigned key, the others add (every query of a class reads its own channels)
+        keyed = {f"__c{j}" for qi in range(len(self.names)) for j, k in enumerate(self.chan_kinds[qi])
+                 if k == K.KIND_MAX}
         q0 = self.q0  # every query of the class has its GROUP-BY and partitions
         if q0.group_by:
             base = base.join(self.parts.group_frame(), on="__pid", how="left")
         by = ["__q", *q0.group_by, "__key"]
         if q0.partition_by != q0.group_by and len(base):
-            if self.dtype is np.int64 and sums_overflow(base, by, vcols):
+            added = [c for c in vcols if c not in keyed]
+            if self.dtype is np.int64 and sums_overflow(base, by, added):
                 first = int(base["__q"][0])
                 raise overflow_error(self.queries[self.names[first]], "when adding up the partitions of a group")
-            base = base.group_by(by).agg([pl.col(c).sum() for c in vcols])
+            base = base.group_by(by).agg(
+                [pl.col(c).reinterpret(signed=False).max().reinterpret(signed=True) if c in keyed
+                 else pl.col(c).sum() for c in vcols])
         base = base.sort(by, nulls_last=True)
         bounds = np.searchsorted(base["__q"].to_numpy(), np.arange(len(self.names) + 1))
         frames = {}
@@ -358,9 +374,17 @@ def _weight(attr: str, kind: str, dtype, numeric: str) -> pl.Expr:
     return (v.is_not_null() & nan.not_()).fill_null(False).cast(target)
 
 
+_KINDS = {"sum": K.KIND_SUM, "nonnull": K.KIND_COUNT, "min": K.KIND_MAX, "max": K.KIND_MAX}
+
+
 def runs_shared(q: Query, schema: dict, numeric: str) -> bool:
     """Whether the shared executor runs ``q`` on this input: exact counts (``numeric="int64"``) keep
-    sums exact, so SUM / AVG of a non-integer attribute run on the query's own path then."""
+    sums exact, so SUM / AVG of a non-integer attribute run on the query's own path then; MIN / MAX
+    run on order keys in the int64 state, so with ``numeric="float64"`` they run on their own path,
+    and so do MIN / MAX of a column the Numba paths cannot order."""
+    minmax = [a for a in q.aggs if a.func in ("MIN", "MAX")]
+    if minmax and (numeric != "int64" or not all(orderable(schema[a.attr]) for a in minmax)):
+        return False
     if numeric != "int64":
         return True
     return all(schema[a.attr].is_integer() for a in q.aggs if a.func in ("SUM", "AVG"))

@@ -445,10 +445,11 @@ def explain_plan(wl) -> str:
         lines.append(f"  {counters} prefix counters instead of {sum(map(len, seqs.values()))}; "
                      + ("computed once: " + "; ".join(f"({', '.join(p)}) for {{{', '.join(qs)}}}"
                                                        for p, qs in shared) if shared else "no common prefix"))
-        sums = [n for n in group if any(a.func in ("SUM", "AVG") for a in wl.queries[n].aggs)]
-        if sums:
-            lines.append(f"  sums ({', '.join(sums)}): channels of the trie beside the counts; a SUM / AVG of a "
-                         "non-integer attribute with exact counts (numeric='int64') runs on its own path")
+        chans = [n for n in group if any(a.func in ("SUM", "AVG", "MIN", "MAX") for a in wl.queries[n].aggs)]
+        if chans:
+            lines.append(f"  aggregates ({', '.join(chans)}): channels of the trie beside the counts; SUM / AVG of "
+                         "a non-integer attribute with numeric='int64', and MIN / MAX with numeric='float64', "
+                         "run on their own path")
     if not plan.shared_groups:
         lines.append("shared executor: not used (every query runs on its own path)")
     return "\n".join(lines)

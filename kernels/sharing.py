@@ -134,6 +134,19 @@ def _key_max(a, b):
 
 
 @jit_inline
+def _combine(kind, signed, is_int, cur, val):
+    """``cur`` and ``val`` combined as the row's kind combines them: the larger order key (MIN / MAX),
+    else the sum (int64: checked, both ways for sums). Returns ``(value, overflowed)``."""
+    if kind == KIND_MAX:
+        return _key_max(cur, val), False
+    if signed:
+        return _sadd(cur, val, True)
+    if is_int and cur > _I64_MAX - val:
+        return cur, True
+    return cur + val, False
+
+
+@jit_inline
 def _journal(p, row, slot, old, j_part, j_row, j_slot, j_old, j_reset, n_j):
     """Record ``old`` as the value of (partition, row, slot) before the current time, unless an entry
     for it is there already; returns the journal length."""
@@ -374,18 +387,10 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                         j_old[n_j] = cur
                         j_reset[n_j] = False
                         n_j += 1
-                if kind == KIND_COUNT:  # the common case first
-                    if is_int and cur > _I64_MAX - val:
-                        return -2, i, n_out
-                    C[p, node, b] = cur + val
-                elif kind == KIND_MAX:
-                    C[p, node, b] = _key_max(cur, val)
-                else:
-                    if signed:
-                        _, o1 = _sadd(cur, val, True)
-                        if o1:
-                            return -2, i, n_out
-                    C[p, node, b] = cur + val
+                nv, o1 = _combine(kind, signed, is_int, cur, val)
+                if o1:
+                    return -2, i, n_out
+                C[p, node, b] = nv
                 if use_mask:
                     mask[p, node] |= 1 << b
                 if lf >= 0:  # a query's last node: the windows that contain t and start by pane jp
@@ -397,18 +402,12 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                         else:
                             tot = zero
                             wtag[p, lf, r] = k
-                        if kind == KIND_MAX:
-                            W[p, lf, r] = _key_max(tot, val)
-                        else:
-                            if signed:
-                                _, o1 = _sadd(tot, val, True)
-                                if o1:
-                                    return -2, i, n_out
-                            elif is_int and tot > _I64_MAX - val:
-                                return -2, i, n_out
-                            if tie and has_end:
-                                n_wj = _journal(p, lf, r, tot, wj_part, wj_leaf, wj_slot, wj_old, wj_reset, n_wj)
-                            W[p, lf, r] = tot + val
+                        nv, o1 = _combine(kind, signed, is_int, tot, val)
+                        if o1:
+                            return -2, i, n_out
+                        if tie and has_end:  # (MIN / MAX never meet a negated end)
+                            n_wj = _journal(p, lf, r, tot, wj_part, wj_leaf, wj_slot, wj_old, wj_reset, n_wj)
+                        W[p, lf, r] = nv
                         r += 1
                         if r == Rw:
                             r = 0

@@ -191,8 +191,9 @@ def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wta
 
 @jit
 def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
-               reset_pred, end_ptr, end_leaf, end_pred, parent, leaf_of, qleaf, mode, w, s, g, is_int, C, ctag, mask,
-               W, wtag, slot_k, start, out_q, out_p, out_k, out_v):
+               reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first, parent, leaf_of,
+               qleaf, mode, w, s, g, is_int, C, ctag, mask, W, wtag, slot_k, LN, PN, FL, start, out_q, out_p, out_k,
+               out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);
@@ -217,6 +218,15 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     predicate): in every open window that contains it, the matches that ended before it no longer
     count (an N after the match and before the window's end); the window totals of those leaves
     are journaled at tie times as the counts are.
+
+    A negated start (``SEQ(NOT N, A, B)``: no N in ``[k*s, first)`` for window ``k``; without a
+    window, no N before ``first``): an event of code ``c`` moves, for the first nodes
+    ``start_nodes[start_ptr[c]:start_ptr[c + 1]]``, the last N time ``LN`` (and ``PN``, the one
+    before, so that a first event reads the last N strictly before its time). A first event with
+    an N before it in its own pane (without a window: at all) starts nothing; otherwise its
+    matches count only in windows that start after the pane of that N, recorded per start pane in
+    ``FL`` (every counted first event of a pane has the same last N: one in the pane would have
+    stopped it). ``first[row]``: the guarded first node of a row's prefix, -1 for none.
 
     status 0: every event done; 1: the output buffers are full (call again from the next event
     with emptied or larger buffers); -2: an int64 count overflowed at the next event.
@@ -274,6 +284,14 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         c = codes[i]
         p = pid[i]
         t = times[i]
+        for a in range(start_ptr[c], start_ptr[c + 1]):  # a negated start's N: its time, per first node
+            pr = start_pred[a]
+            if pr >= 0 and not pm[i, pr]:
+                continue
+            nd = start_nodes[a]
+            if LN[p, nd] != t:
+                PN[p, nd] = LN[p, nd]
+                LN[p, nd] = t
         if mode == MODE_SLIDE:
             kmin = (t - w) // s + 1
             if kmin < 0:
@@ -313,6 +331,16 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                     continue  # the node's local predicate rejects this event
             par = parent[node]
             lf = leaf_of[node]
+            fn = first[node]
+            if par == 0 and fn >= 0:  # a negated start: the last N strictly before this event
+                last_n = LN[p, fn] if LN[p, fn] < t else PN[p, fn]
+                floor = NO_TAG
+                if last_n != NO_TAG:
+                    if mode != MODE_SLIDE or last_n // g == jcur:
+                        continue  # an N before it in the scope of every window that holds it
+                    floor = last_n // g
+                if node == fn:
+                    FL[p, fn, jcur % Rp] = floor
             if par == 0:
                 todo = 1  # a first event: the current pane only
             elif use_mask:
@@ -395,8 +423,13 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                     mask[p, node] |= 1 << b
                 if lf >= 0:  # a query's last node: the windows that contain t and start by pane jp
                     khi = kmax if mode != MODE_SLIDE else min(kmax, jp * g // s)
-                    r = kmin % Rw
-                    for k in range(kmin, khi + 1):
+                    klo = kmin
+                    if fn >= 0 and mode == MODE_SLIDE and FL[p, fn, b] != NO_TAG:
+                        kf = ((FL[p, fn, b] + 1) * g + s - 1) // s  # windows starting after the N's pane
+                        if kf > klo:
+                            klo = kf
+                    r = klo % Rw
+                    for k in range(klo, khi + 1):
                         if wtag[p, lf, r] == k:
                             tot = W[p, lf, r]
                         else:

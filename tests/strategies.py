@@ -328,7 +328,7 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggr
     """Queries the shared executor runs: SEQ of 1-4 types (repeats allowed), COUNT(*) or SUM / AVG /
     COUNT of a position (integers with nulls, floats with NaN), one window and key, local predicates
     on some positions, a negation of one type (with or without a predicate) after some positions,
-    the last included (a type of the pattern or another)."""
+    the last included, and before the first (a type of the pattern or another)."""
     window = draw(st.sampled_from(SHARED_WINDOWS))
     ret, where, key = draw(st.sampled_from(SHARED_KEYS))
     n = draw(st.integers(2, 5))
@@ -336,6 +336,12 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggr
     for i in range(n):
         seq = draw(st.lists(st.sampled_from("ABC"), min_size=1, max_size=4))
         parts, items = [], list(where)
+        if negations and len(seq) > 1 and draw(st.integers(0, 3)) == 0:  # a negated start
+            parts.append(f"NOT {draw(st.sampled_from('ABC'))} m0")
+            if predicates:
+                pred = draw(st.sampled_from(SHARED_PREDICATES)).format(v="m0")
+                if pred:
+                    items.append(pred)
         for j, t in enumerate(seq):
             parts.append(f"{t} v{j}")
             if negations and len(seq) > 1 and draw(st.integers(0, 2)) == 0:  # after a position (or the end)

@@ -199,6 +199,11 @@ NEGATION_WORKLOAD = {
     "ab_na": "RETURN COUNT(*), SUM(b.x) PATTERN SEQ(A a, B b, NOT A)",
     "ab_nap": "RETURN COUNT(*) PATTERN SEQ(A a, B b, NOT A c) WHERE c.x > 0",
     "a_nb_a_nb": "RETURN COUNT(*) PATTERN SEQ(A, NOT B, A, NOT B)",
+    # negated starts: no N in the window before the first event (without a window: before it at all)
+    "nb_ab": "RETURN COUNT(*) PATTERN SEQ(NOT B, A, B)",
+    "na_ab": "RETURN COUNT(*), SUM(b.x) PATTERN SEQ(NOT A, A a, B b)",
+    "nap_ab": "RETURN COUNT(*) PATTERN SEQ(NOT A c, A a, B b) WHERE c.x > 0",
+    "nb_a_nb_a_nb": "RETURN COUNT(*) PATTERN SEQ(NOT B, A, NOT B, A, NOT B)",
 }
 
 
@@ -226,7 +231,8 @@ def test_sums_on_every_tiny_stream(window):
 def test_middle_negations_on_every_tiny_stream(window):
     """A negation between two positions: of the next position's type, of the guarded position's own
     type, with a predicate, twice in one pattern; ties (a negated event at the time of a position does
-    not lie between); negated ends (with a predicate, a sum, the last position's own type)."""
+    not lie between); negated ends (with a predicate, a sum, the last position's own type); negated
+    starts (the first position's own type, with a predicate, with every other negation)."""
     _every_tiny_stream({n: f"{t} {window}".strip() for n, t in NEGATION_WORKLOAD.items()})
 
 

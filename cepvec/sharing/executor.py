@@ -81,10 +81,10 @@ class Trie:
                 leaves.append(self.node_of[(seq, k, wcol)])
             self.chan_leaf.append(leaves)
         steps = [x for x in self.last if x is not None]
-        guards = [g for x in steps for g in x[2]]
-        self.types = list(dict.fromkeys([t for t, _, _ in steps] + [t for t, _ in guards]))
+        guards = [g for x in steps for g in (*x[2], *x[3])]
+        self.types = list(dict.fromkeys([x[0] for x in steps] + [t for t, _ in guards]))
         #: distinct local predicate keys (one mask column each, whatever type they are used with)
-        self.preds = list(dict.fromkeys([key for _, key, _ in steps if key] + [key for _, key in guards if key]))
+        self.preds = list(dict.fromkeys([x[1] for x in steps if x[1]] + [key for _, key in guards if key]))
         code = {t: c for c, t in enumerate(self.types, start=1)}
         pred = {key: j for j, key in enumerate(self.preds)}
         self.node_pred = np.full(len(self.parent), -1, np.int64)
@@ -93,11 +93,22 @@ class Trie:
         self.code_preds = np.zeros((len(self.types) + 1, len(self.preds)), np.bool_)
         depth = [0] * len(self.parent)
         resets: list[list[tuple[int, int]]] = [[] for _ in range(len(self.types) + 1)]
+        starts: list[list[tuple[int, int]]] = [[] for _ in range(len(self.types) + 1)]
+        #: per row: the first node of its prefix when that node has a start guard (a negated start), else -1
+        self.first = np.full(len(self.parent), -1, np.int64)
         for node in range(1, len(self.parent)):
             depth[node] = depth[self.parent[node]] + 1
-            t, key, guard = self.last[node]
+            t, key, guard, start = self.last[node]
+            par = self.parent[node]
+            if par == 0:  # the count row of this one-step prefix (a channel row binds beside it)
+                self.first[node] = self.node_of[(self.last[node],)] if start else -1
+            else:
+                self.first[node] = self.first[par]
+            if par == 0 and start and self.w[node] < 0:  # a count row (its channels share its times)
+                for gt, gk in start:
+                    starts[code[gt]].append((node, pred[gk] if gk else -1))
             for c, j in [(code[t], pred[key] if key else -1)] + [(code[gt], pred[gk] if gk else -1)
-                                                              for gt, gk in guard]:
+                                                              for gt, gk in (*guard, *start)]:
                 if j >= 0:
                     self.code_preds[c, j] = True
                 else:
@@ -116,6 +127,11 @@ class Trie:
         self.reset_ptr[1:] = np.cumsum([len(r) for r in resets])
         self.reset_nodes = np.array([x for r in resets for x, _ in r], np.int64)
         self.reset_pred = np.array([j for r in resets for _, j in r], np.int64)
+        # a negated start: an N event moves the N times of the first nodes it guards
+        self.start_ptr = np.zeros(len(starts) + 1, np.int64)
+        self.start_ptr[1:] = np.cumsum([len(x) for x in starts])
+        self.start_nodes = np.array([x for st in starts for x, _ in st], np.int64)
+        self.start_pred = np.array([j for st in starts for _, j in st], np.int64)
 
     def _row(self, key, parent: int, step: tuple, w: int, kind: int) -> None:
         self.node_of[key] = len(self.parent)
@@ -218,7 +234,10 @@ class SharedRun:
                       np.zeros((n_part, self.trie.size), np.int64),  # mask of non-zero start panes
                       np.zeros((n_part, n_leaf, self.Rw), self.dtype),  # W: window totals of leaves
                       np.full((n_part, n_leaf, self.Rw), K.NO_TAG, np.int64),  # wtag
-                      np.full((n_part, self.Rw), -1, np.int64)]  # slot_k: the window of each slot
+                      np.full((n_part, self.Rw), -1, np.int64),  # slot_k: the window of each slot
+                      np.full((n_part, self.trie.size), K.NO_TAG, np.int64),  # last N time (negated start)
+                      np.full((n_part, self.trie.size), K.NO_TAG, np.int64),  # the N time before it
+                      np.full((n_part, self.trie.size, self.Rp), K.NO_TAG, np.int64)]  # pane of the last N
 
     @property
     def n_part(self) -> int:
@@ -291,7 +310,9 @@ class SharedRun:
             status, start, n = K.run_shared(pid, times, codes, pm, ew, self.trie.type_ptr, self.trie.type_nodes,
                                             self.trie.node_pred, self.node_w, self.node_kind,
                                             self.trie.reset_ptr, self.trie.reset_nodes, self.trie.reset_pred,
-                                            self.end_ptr, self.end_leaf, self.end_pred, self.parent, self.leaf_of,
+                                            self.end_ptr, self.end_leaf, self.end_pred, self.trie.start_ptr,
+                                            self.trie.start_nodes, self.trie.start_pred, self.trie.first,
+                                            self.parent, self.leaf_of,
                                             self.qleaf,
                                             self.mode, self.w, self.s,
                                             self.g, self.dtype is np.int64, *self.state, start, *self.out)
@@ -312,7 +333,7 @@ class SharedRun:
             self.held = None
         cap = max(1, self.n_part * self.Rw * len(self.qleaf))
         out = self._buffers(cap)
-        n = K.emit_open(*self.state[3:], self.leaf_of, self.qleaf, *out)
+        n = K.emit_open(*self.state[3:6], self.leaf_of, self.qleaf, *out)
         chunks = self.chunks + [tuple(a[:n] for a in out)]
         qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
         qc = np.array(self.out_rows, np.int64).reshape(-1, 2)

@@ -14,22 +14,24 @@ from cepvec.runtime.prepare import UNIT_NS
 MAX_PANES = 4096
 
 
-def _sequence(q: Query) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]] | None:
-    """``(positions, guards)`` of a fixed-length SEQ of single-type occurrences: the positive
-    occurrence ids, and per position the negated occurrences right after it (``SEQ(A, NOT N, B)``:
-    ``{A: (N,)}``; after the last position: a negated end). Negations must each be one event type
-    after a position; else None (a negated start, sequence or choice of types)."""
+def _sequence(q: Query) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]], tuple[int, ...]] | None:
+    """``(positions, guards, start)`` of a fixed-length SEQ of single-type occurrences: the positive
+    occurrence ids, per position the negated occurrences right after it (``SEQ(A, NOT N, B)``:
+    ``{A: (N,)}``; after the last position: a negated end), and the negated occurrences before the
+    first position (a negated start). Negations must each be one event type; else None (a negated
+    sequence or choice of types)."""
     if q.is_kleene or q.edges:
         return None
     root = q.root
     items = root.items if isinstance(root, Seq) else (root,)
     out: list[int] = []
     guards: dict[int, list[int]] = {}
+    start: list[int] = []
     for it in items:
         if isinstance(it, Neg):
-            if not out or not isinstance(it.body, Leaf) or len(q.occs[it.body.occ].types) != 1:
-                return None  # a negated start, or a negated sequence or choice of types
-            guards.setdefault(out[-1], []).append(it.body.occ)
+            if not isinstance(it.body, Leaf) or len(q.occs[it.body.occ].types) != 1:
+                return None  # a negated sequence or choice of types
+            (guards.setdefault(out[-1], []) if out else start).append(it.body.occ)
             continue
         if not isinstance(it, Leaf):
             return None
@@ -37,7 +39,9 @@ def _sequence(q: Query) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]] | 
         if len(occ.types) != 1 or occ.negated:
             return None
         out.append(it.occ)
-    return tuple(out), {k: tuple(v) for k, v in guards.items()}
+    if not out:
+        return None
+    return tuple(out), {k: tuple(v) for k, v in guards.items()}, tuple(start)
 
 
 def positions_of(q: Query) -> tuple[int, ...] | None:
@@ -48,9 +52,9 @@ def positions_of(q: Query) -> tuple[int, ...] | None:
 
 
 def negated_of(q: Query) -> tuple[int, ...]:
-    """The negated occurrences of a query :func:`positions_of` accepts (those after a position)."""
+    """The negated occurrences of a query :func:`positions_of` accepts."""
     seq = _sequence(q)
-    return () if seq is None else tuple(o for g in seq[1].values() for o in g)
+    return () if seq is None else seq[2] + tuple(o for g in seq[1].values() for o in g)
 
 
 def sequence_of(q: Query) -> tuple[str, ...] | None:
@@ -65,26 +69,32 @@ def local_key(q: Query, occ: int) -> tuple[str, ...]:
     return tuple(sorted({render_plan_expr(x) for x in q.local.get(occ, ())}))
 
 
-def steps_of(q: Query) -> tuple[tuple[str, tuple[str, ...], tuple], ...] | None:
-    """Per position of the SEQ its (event type, :func:`local_key`, guard): the trie's symbols, else
-    None. The guard is the set of ``(type, local_key)`` of the negations between this position and
-    the next (``SEQ(A, NOT N, B)``: A's guard is ``(("N", ()),)``), sorted; ``()`` without one."""
+def steps_of(q: Query) -> tuple[tuple[str, tuple[str, ...], tuple, tuple], ...] | None:
+    """Per position of the SEQ its (event type, :func:`local_key`, guard, start guard): the trie's
+    symbols, else None. The guard is the set of ``(type, local_key)`` of the negations between this
+    position and the next (``SEQ(A, NOT N, B)``: A's guard is ``(("N", ()),)``), sorted; the start
+    guard, on the first position only, those before it (``SEQ(NOT N, A, B)``); ``()`` without one."""
     seq = _sequence(q)
     if seq is None:
         return None
-    pos, guards = seq
-    return tuple((q.occs[o].types[0], local_key(q, o),
-                  tuple(sorted({(q.occs[n].types[0], local_key(q, n)) for n in guards.get(o, ())})))
-                 for o in pos)
+    pos, guards, start = seq
+
+    def kinds(occs):
+        return tuple(sorted({(q.occs[n].types[0], local_key(q, n)) for n in occs}))
+
+    return tuple((q.occs[o].types[0], local_key(q, o), kinds(guards.get(o, ())), kinds(start) if j == 0 else ())
+                 for j, o in enumerate(pos))
 
 
 def symbol(step: tuple) -> str:
     """A step as text: ``A``, ``A[x > 1]`` with a local predicate, ``A NOT N`` when a negation follows
-    it (the optimizer's and explain's alphabet)."""
+    it, ``NOT N A`` when one comes before it (the optimizer's and explain's alphabet)."""
     t, key = step[0], step[1]
     text = f"{t}[{' AND '.join(key)}]" if key else t
     for nt, nkey in (step[2] if len(step) > 2 else ()):
         text += f" NOT {symbol((nt, nkey))}"
+    for nt, nkey in (step[3] if len(step) > 3 else ()):
+        text = f"NOT {symbol((nt, nkey))} {text}"
     return text
 
 
@@ -104,7 +114,7 @@ def why_not_sharable(q: Query) -> str | None:
     if q.qualified_equivalences:
         return "qualified equivalence"
     if q.negations and _sequence(q) is None and sequence_of_positives(q):
-        return "negation at the start, or of a sequence or several types"
+        return "negation of a sequence or of several types"
     if sequence_of(q) is None:
         return "not a SEQ of single event types"
     if len(sequence_of(q)) < 2:

@@ -273,6 +273,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     wj_reset = np.zeros(wcap, np.bool_)
     n_wj = 0
     has_end = end_ptr[-1] > 0
+    has_start = start_ptr[-1] > 0
     j_part = np.empty(jcap, np.int64)
     j_node = np.empty(jcap, np.int64)
     j_slot = np.empty(jcap, np.int64)
@@ -284,7 +285,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         c = codes[i]
         p = pid[i]
         t = times[i]
-        for a in range(start_ptr[c], start_ptr[c + 1]):  # a negated start's N: its time, per first node
+        for a in range(start_ptr[c], start_ptr[c + 1] if has_start else start_ptr[c]):  # a negated start's N
             pr = start_pred[a]
             if pr >= 0 and not pm[i, pr]:
                 continue
@@ -331,7 +332,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                     continue  # the node's local predicate rejects this event
             par = parent[node]
             lf = leaf_of[node]
-            fn = first[node]
+            fn = first[node] if has_start else -1  # loop-invariant flag: no load without a negated start
             if par == 0 and fn >= 0:  # a negated start: the last N strictly before this event
                 last_n = LN[p, fn] if LN[p, fn] < t else PN[p, fn]
                 floor = NO_TAG

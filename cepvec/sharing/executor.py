@@ -3,8 +3,8 @@
 Every query the executor runs (:func:`executor_support`) is a fixed-length
 ``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE`` or no
 window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions), local
-predicates (``WHERE A.price > 10``), negations of one event type after a position
-(``SEQ(A, NOT N, B)``, ``SEQ(A, B, NOT N)``) and SUM / AVG / COUNT of a position. The queries of the class become one trie of
+predicates (``WHERE A.price > 10``), negations of one event type (``SEQ(A, NOT N, B)``,
+``SEQ(A, B, NOT N)``, ``SEQ(NOT N, A, B)``) and SUM / AVG / COUNT / MIN / MAX of a position. The queries of the class become one trie of
 prefixes (A-Seq section 4's prefix sharing) whose symbols are (event type, local
 predicates, the negations that follow): a prefix common to several queries,
 types, predicates and negations alike, is counted once per event and window for

@@ -22,8 +22,8 @@ uniform or Zipf item popularity (``ecommerce_stream``).
   returns ``SUM`` of its second item's price and ``AVG`` of its first, as
   channels of the trie; ``numeric="float64"`` for every run, since a float
   sum with exact counts runs on its own path) or with negations
-  (``negations``: one query in three forbids ``Item00`` between its first two
-  items); ``run_many``, ``sharing="none"`` and ``cepvec.run`` per query, 120
+  (``negations``: ``Item00`` negated between the first two items, before the
+  first or after the last, a third of the queries each); ``run_many``, ``sharing="none"`` and ``cepvec.run`` per query, 120
   queries, uniform items.
 * ``SharingPredicates``: the same workload with local predicates
   (:func:`with_predicates`: a price threshold from a pool of three on the
@@ -182,11 +182,16 @@ def with_aggregates(texts: dict[str, str]) -> dict[str, str]:
 
 
 def with_negations(texts: dict[str, str]) -> dict[str, str]:
-    """One query in three forbids ``Item00`` between its first two items."""
+    """``Item00`` negated: between the first two items of one query in three, before the first item
+    of the next, after the last item of the third."""
     out = {}
     for i, (name, text) in enumerate(texts.items()):
         if i % 3 == 0:
             text = re.sub(r"PATTERN SEQ\((\w+), ", r"PATTERN SEQ(\1, NOT Item00, ", text, count=1)
+        elif i % 3 == 1:
+            text = text.replace("PATTERN SEQ(", "PATTERN SEQ(NOT Item00, ", 1)
+        else:
+            text = re.sub(r"\) GROUP-BY", ", NOT Item00) GROUP-BY", text, count=1)
         out[name] = text
     return out
 

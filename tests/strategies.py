@@ -358,7 +358,7 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggr
                     items.append(pred)
         cond = f" WHERE {' AND '.join(items)}" if items else ""
         var = seq[0] if len(seq) == 1 else f"v{draw(st.integers(0, len(seq) - 1))}"
-        negated = any(p.startswith("NOT ") for p in parts)  # MIN / MAX share only without negation
+        negated = any(p.startswith("NOT ") for p in parts[1:])  # MIN / MAX share without a negation after a position
         pool = SHARED_AGGS if negated else SHARED_AGGS + SHARED_MINMAX
         aggs = draw(st.sampled_from(pool)).format(a=var) if aggregates else "COUNT(*)"
         texts[f"s{i}"] = f"RETURN {ret}{aggs} PATTERN {pattern}{cond}{key} {window}".strip()

@@ -216,6 +216,7 @@ AGGREGATE_WORKLOAD = {
     "ab_mm": "RETURN MIN(a.x), MAX(b.x) PATTERN SEQ(A a, B b)",
     "aba_mm": "RETURN MAX(c.x), MIN(a.x), COUNT(*) PATTERN SEQ(A a, B b, A c)",
     "aa_mm": "RETURN MIN(b.x), MAX(a.x) PATTERN SEQ(A a, A b)",
+    "nb_ab_mm": "RETURN MIN(a.x), MAX(b.x) PATTERN SEQ(NOT B, A a, B b)",  # a negated start takes nothing back
 }
 
 

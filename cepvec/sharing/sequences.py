@@ -171,8 +171,9 @@ def executor_support(q: Query) -> str | None:
                     if panes is not None else "WITHIN and SLIDE mix a bare number and a unit")
     pos = positions_of(q)
     for a in q.aggs:
-        if a.func in ("MIN", "MAX") and q.negations:
-            return "MIN / MAX with a negation (a negation resets counts; a minimum cannot be taken back)"
+        if a.func in ("MIN", "MAX") and (_sequence(q) or ((), {}, ()))[1]:
+            return ("MIN / MAX with a negation after a position (it takes counts back; a minimum cannot be "
+                    "taken back)")
         if not a.star and (len(a.occs) != 1 or a.occs[0] not in pos):
             return f"{a.label} does not read one position of the SEQ"
     if q.strategy != "skip-till-any-match":

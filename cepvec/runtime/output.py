@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.errors import CepvecOverflowError
-from cepvec.kernels.linear import keys_increase, rank_counts, rank_histogram, rank_place, rank_scatter
+from cepvec.kernels.linear import rank_histogram, rank_place
 from cepvec.plan.ir import Query
 from cepvec.runtime import threads
 from cepvec.runtime.order_keys import order_values
@@ -132,27 +132,37 @@ def _repeat_ranked(ranked: pl.DataFrame, gcol: str, per_rank: np.ndarray) -> pl.
 def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
                         vcols: list) -> pl.DataFrame:
     """The result when every partition is its own group: the cells are already one per (group, key),
-    so nothing is summed. A counting sort by the rank of the group values orders them (the keys of
-    a partition arrive rising; checked, else a full sort); the value columns are gathered and the
-    group columns repeated (each group's value as many times as it has rows) in threads."""
-    pid = cells["__pid"].to_numpy()
-    key = cells["__key"].to_numpy()
+    so nothing is summed (:func:`_in_rank_order`)."""
+    return _in_rank_order(q, prep, plan, numeric, gf, cells["__pid"].to_numpy(), cells["__key"].to_numpy(),
+                          {c: cells[c] for c in vcols})
+
+
+def _in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, pid: np.ndarray,
+                   key: np.ndarray, columns: dict) -> pl.DataFrame:
+    """The result frame of cells (partition ``pid``, window ``key``, value ``columns``: NumPy arrays or
+    Series) unique per (partition, key), every partition its own group. A counting sort by the rank of
+    the group values orders them (a partition's keys arrive rising; checked, else a full sort); the
+    value columns are gathered and the group columns repeated (each group's value as many times as
+    it has rows) in threads."""
     if not len(pid):
         return assemble_output(q, prep, plan, numeric, {}, key, {})
-    rank_of_pid, ranked = _rank_of_pid(q, gf)
+    if q.group_by:
+        rank_of_pid, ranked = _rank_of_pid(q, gf)
+    else:  # one partition
+        rank_of_pid, ranked = np.zeros(max(len(gf), 1), np.int64), None
     order, per_rank = _order_by_rank(rank_of_pid, pid, key)
 
     def take(x):
         if isinstance(x, str):  # a group column
             return _repeat_ranked(ranked, x, per_rank)
-        if isinstance(x, pl.Series):  # values: NumPy when there are no nulls (a plain gather)
+        if isinstance(x, pl.Series):  # NumPy when there are no nulls (a plain gather)
             return pl.Series(x.name, np.take(x.to_numpy(), order)) if not x.null_count() else x.gather(order)
         return np.take(x, order)
 
-    items = [key, *(cells[c] for c in vcols), *q.group_by]
+    items = [key, *columns.values(), *q.group_by]
     key_o, *rest = threads.map_threads(take, items, events=len(order) * len(items))
-    vals = dict(zip(vcols, rest[:len(vcols)]))
-    return assemble_output(q, prep, plan, numeric, dict(zip(q.group_by, rest[len(vcols):])), key_o, vals)
+    vals = {c: v if isinstance(v, pl.Series) else pl.Series(c, v) for c, v in zip(columns, rest)}
+    return assemble_output(q, prep, plan, numeric, dict(zip(q.group_by, rest[len(columns):])), key_o, vals)
 
 
 def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
@@ -176,39 +186,16 @@ def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
 
 
 def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str) -> pl.DataFrame:
-    """The result when every partition is its own group: no sums across partitions.
-
-    The cells are unique per (partition, key) and each partition's keys increase
-    in output order, so a stable counting sort by the rank of the partition's
-    group values gives the (group, key) order (checked; else a full sort); Polars
-    sorts only the partitions.
-    """
+    """The result of the linear path's cells (its ``outputs``: partition, key and a row of values per
+    cell) when every partition is its own group: no sums across partitions (:func:`_in_rank_order`)."""
     chunks = run.outputs
-    n = sum(len(c[0]) for c in chunks)
     ncol = len(plan.out_rows)
-    gf = run.group_frame()
-    n_pid = max(len(gf), 1)
-    if q.group_by and len(gf):
-        rank_of_pid, ranked = _rank_of_pid(q, gf)
+    if chunks:
+        pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(3))
     else:
-        rank_of_pid = np.zeros(n_pid, np.int64)
-    counts = np.zeros(n_pid, np.int64)
-    for c in chunks:
-        rank_counts(rank_of_pid, c[0], counts)
-    pos = np.zeros(n_pid, np.int64)
-    np.cumsum(counts[:-1], out=pos[1:])
-    pid = np.empty(n, np.int64)
-    key = np.empty(n, np.int64)
-    val = np.empty((n, ncol), run.dtype)
-    for c in chunks:
-        rank_scatter(rank_of_pid, c[0], c[1], c[2], pos, pid, key, val)
-    if not keys_increase(pid, key):
-        order = np.lexsort((key, rank_of_pid[pid]))
-        pid, key, val = pid[order], key[order], val[order]
-    # rows come grouped by rank (in key order within a rank): each group's value counts[rank] times
-    group_cols = {g: _repeat_ranked(ranked, g, counts) for g in q.group_by} if q.group_by and n else {}
-    vals = {f"__v{j}": pl.Series(f"__v{j}", val[:, j]) for j in range(ncol)}
-    return assemble_output(q, prep, plan, numeric, group_cols, key, vals)
+        pid, key, val = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncol), run.dtype)
+    return _in_rank_order(q, prep, plan, numeric, run.group_frame(), pid, key,
+                          {f"__v{j}": np.ascontiguousarray(val[:, j]) for j in range(ncol)})
 
 
 def assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict,

@@ -189,28 +189,6 @@ def segment_emit_schedule(seg_lo, seg_hi, seg_replay, ev_time, ev_prog, prog_fla
 
 
 @jit
-def rank_counts(rank_of_pid, pid, counts):
-    """counts[rank_of_pid[p]] += 1 for every result row of partition p."""
-    for i in range(pid.shape[0]):
-        counts[rank_of_pid[pid[i]]] += 1
-
-
-@jit
-def rank_scatter(rank_of_pid, pid, key, val, pos, out_pid, out_key, out_val):
-    """Stable counting sort of result rows by the rank of their partition: row i goes to
-    ``pos[rank]`` (advanced in place); call once per chunk of results, in output order."""
-    m = val.shape[1]
-    for i in range(pid.shape[0]):
-        r = rank_of_pid[pid[i]]
-        j = pos[r]
-        pos[r] = j + 1
-        out_pid[j] = pid[i]
-        out_key[j] = key[i]
-        for c in range(m):
-            out_val[j, c] = val[i, c]
-
-
-@jit
 def rank_histogram(rank_of_pid, pid, key, lo, hi, count, first, last):
     """Rows ``[lo, hi)`` of the result: ``count[rank]`` += 1 per row of a partition of that rank;
     ``first`` / ``last`` (filled with the int64 max / min by the caller) get each partition's first
@@ -235,15 +213,6 @@ def rank_place(rank_of_pid, pid, lo, hi, pos, order):
         r = rank_of_pid[pid[i]]
         order[pos[r]] = i
         pos[r] += 1
-
-
-@jit
-def keys_increase(pid, key):
-    """True when within every run of equal partition ids the keys strictly increase."""
-    for i in range(1, pid.shape[0]):
-        if pid[i] == pid[i - 1] and key[i] <= key[i - 1]:
-            return False
-    return True
 
 
 @jit

@@ -72,3 +72,13 @@ def predicate_mask(exprs, *, default: bool = True) -> pl.Expr:
         return to_polars(exprs[0]).fill_null(False)
     # one flat node (Kleene logic, like a chain of &): a WHERE with thousands of conjuncts stays linear
     return pl.all_horizontal([to_polars(e) for e in exprs]).fill_null(False)
+
+
+def component_weight(attr: str, kind: str, target) -> pl.Expr:
+    """An aggregate component's weight per event, as every path reads it, in dtype ``target``:
+    ``sum``, the attribute with null and NaN as 0; ``nonnull``, 1 where it is neither null nor NaN
+    (NaN reads as null, docs/semantics.md)."""
+    v = pl.col(attr)
+    if kind == "nonnull":
+        return (v.is_not_null() & _is_nan(v).not_()).cast(target)
+    return pl.when(_is_nan(v)).then(None).otherwise(v).fill_null(0).cast(target)

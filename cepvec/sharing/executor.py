@@ -37,7 +37,7 @@ from cepvec.plan.ir import Query
 from cepvec.runtime.order_keys import order_keys, orderable
 from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
 from cepvec.runtime.partitions import Partitions
-from cepvec.runtime.polars_expr import predicate_mask
+from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.prepare import Prepared
 from cepvec.sharing.sequences import local_key, negated_of, positions_of, steps_of
 
@@ -179,7 +179,8 @@ class SharedRun:
             for o in positions_of(q) + negated_of(q):
                 exprs.setdefault(local_key(q, o), q.local.get(o, ()))
         self.pred_exprs = [predicate_mask(exprs[key]).alias(f"__pred{j}") for j, key in enumerate(self.trie.preds)]
-        self.weight_exprs = [_weight(attr, kind, prep.df.schema[attr], numeric).alias(f"__w{j}")
+        target = pl.Int64 if numeric == "int64" else pl.Float64
+        self.weight_exprs = [component_weight(attr, kind, target).alias(f"__w{j}")
                              for j, (attr, kind) in enumerate(self.weights) if kind in ("sum", "nonnull")]
         self.parent = np.array(self.trie.parent, np.int64)
         self.node_w = np.array(self.trie.w, np.int64)
@@ -382,17 +383,6 @@ class SharedRun:
             frames[name] = assemble_output(q, self.prep, plan, self.numeric, {g: part[g] for g in q.group_by},
                                            part["__key"].to_numpy(), vals)
         return frames
-
-
-def _weight(attr: str, kind: str, dtype, numeric: str) -> pl.Expr:
-    """The weight column of a channel, as the linear path reads it: ``sum``, the attribute (null and
-    NaN as 0); ``nonnull``, 1 where it is neither null nor NaN."""
-    v = pl.col(attr)
-    nan = v.cast(pl.Float64).is_nan() if dtype.is_float() else pl.lit(False)
-    target = pl.Int64 if numeric == "int64" else pl.Float64
-    if kind == "sum":
-        return pl.when(v.is_null() | nan).then(0).otherwise(v).cast(target)
-    return (v.is_not_null() & nan.not_()).fill_null(False).cast(target)
 
 
 _KINDS = {"sum": K.KIND_SUM, "nonnull": K.KIND_COUNT, "min": K.KIND_MAX, "max": K.KIND_MAX}

@@ -29,7 +29,7 @@ from cepvec.paths.trend.plan import TrendPlan, build
 from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.partitions import Partitions
-from cepvec.runtime.polars_expr import predicate_mask, to_polars
+from cepvec.runtime.polars_expr import component_weight, predicate_mask, to_polars
 
 _BIG = np.iinfo(np.int64).max // 4
 _EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid")
@@ -148,17 +148,7 @@ class TrendStream:
         exprs = [bind.alias("__bind"), neg.alias("__neg")]
         for j, c in enumerate(plan.components):
             wdt = pl.Float64 if (self.comp_float[j] or not self.int_state) else pl.Int64
-            if c.kind == "count":
-                x = pl.lit(1, dtype=wdt)
-            elif c.kind == "nonnull":
-                v = pl.col(c.attr)  # NaN reads as null, as in the reference engine
-                x = (v.is_not_null() & v.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()).cast(wdt)
-            else:
-                v = pl.col(c.attr)
-                if wdt == pl.Float64:
-                    v = v.cast(pl.Float64)
-                    v = pl.when(v.is_nan()).then(None).otherwise(v)
-                x = v.fill_null(0).cast(wdt)
+            x = pl.lit(1, dtype=wdt) if c.kind == "count" else component_weight(c.attr, c.kind, wdt)
             exprs.append(x.alias(f"__w{j}"))
         for k, kx, tx, dom in self.keyed:
             for name, x in (("k", kx), ("t", tx)):

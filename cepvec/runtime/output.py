@@ -132,20 +132,22 @@ def _repeat_ranked(ranked: pl.DataFrame, gcol: str, per_rank: np.ndarray) -> pl.
 def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.DataFrame, gf: pl.DataFrame,
                         vcols: list) -> pl.DataFrame:
     """The result when every partition is its own group: the cells are already one per (group, key),
-    so nothing is summed (:func:`_in_rank_order`)."""
-    return _in_rank_order(q, prep, plan, numeric, gf, cells["__pid"].to_numpy(), cells["__key"].to_numpy(),
+    so nothing is summed (:func:`in_rank_order`)."""
+    return in_rank_order(q, prep, plan, numeric, gf, cells["__pid"].to_numpy(), cells["__key"].to_numpy(),
                           {c: cells[c] for c in vcols})
 
 
-def _in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, pid: np.ndarray,
-                   key: np.ndarray, columns: dict) -> pl.DataFrame:
+def in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, pid: np.ndarray,
+                   key: np.ndarray, columns: dict, finished: dict | None = None) -> pl.DataFrame:
     """The result frame of cells (partition ``pid``, window ``key``, value ``columns``: NumPy arrays or
     Series) unique per (partition, key), every partition its own group. A counting sort by the rank of
     the group values orders them (a partition's keys arrive rising; checked, else a full sort); the
     value columns are gathered and the group columns repeated (each group's value as many times as
-    it has rows) in threads."""
+    it has rows) in threads. ``finished``: output columns (label -> Series of the cells, e.g. MIN /
+    MAX values a path decoded itself) put in order and used as they are."""
+    finished = finished or {}
     if not len(pid):
-        return assemble_output(q, prep, plan, numeric, {}, key, {})
+        return assemble_output(q, prep, plan, numeric, {}, key, {}, minmax_ok=bool(finished))
     if q.group_by:
         rank_of_pid, ranked = _rank_of_pid(q, gf)
     else:  # one partition
@@ -159,10 +161,13 @@ def _in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFram
             return pl.Series(x.name, np.take(x.to_numpy(), order)) if not x.null_count() else x.gather(order)
         return np.take(x, order)
 
-    items = [key, *columns.values(), *q.group_by]
+    items = [key, *columns.values(), *finished.values(), *q.group_by]
     key_o, *rest = threads.map_threads(take, items, events=len(order) * len(items))
     vals = {c: v if isinstance(v, pl.Series) else pl.Series(c, v) for c, v in zip(columns, rest)}
-    return assemble_output(q, prep, plan, numeric, dict(zip(q.group_by, rest[len(columns):])), key_o, vals)
+    done = dict(zip(finished, rest[len(columns):]))
+    groups = dict(zip(q.group_by, rest[len(columns) + len(finished):]))
+    out = assemble_output(q, prep, plan, numeric, groups, key_o, vals, minmax_ok=bool(finished))
+    return out.with_columns(v.alias(lab) for lab, v in done.items()) if done else out
 
 
 def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
@@ -187,14 +192,14 @@ def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
 
 def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str) -> pl.DataFrame:
     """The result of the linear path's cells (its ``outputs``: partition, key and a row of values per
-    cell) when every partition is its own group: no sums across partitions (:func:`_in_rank_order`)."""
+    cell) when every partition is its own group: no sums across partitions (:func:`in_rank_order`)."""
     chunks = run.outputs
     ncol = len(plan.out_rows)
     if chunks:
         pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(3))
     else:
         pid, key, val = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncol), run.dtype)
-    return _in_rank_order(q, prep, plan, numeric, run.group_frame(), pid, key,
+    return in_rank_order(q, prep, plan, numeric, run.group_frame(), pid, key,
                           {f"__v{j}": np.ascontiguousarray(val[:, j]) for j in range(ncol)})
 
 

@@ -229,7 +229,11 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
         col = df[q.type_col]
         # the types of the first rows, then a scan only for a query type not among them (the
         # unique values of a whole string column cost a hash per row)
-        present = set(col.head(1 << 16).unique().drop_nulls().to_list())
+        present = set()
+        for rows in (1 << 12, 1 << 16):
+            present = set(col.head(rows).unique().drop_nulls().to_list())
+            if present.issuperset(q.event_types) or rows >= len(col):
+                break
         domain = set(tdt.categories.to_list()) if isinstance(tdt, pl.Enum) else None
         for t in q.event_types:
             if domain is not None and t not in domain:

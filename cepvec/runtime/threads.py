@@ -19,6 +19,8 @@ MIN_EVENTS_PER_THREAD = 50_000
 _POOL: ThreadPoolExecutor | None = None
 _BACKGROUND: ThreadPoolExecutor | None = None
 _LOCAL = threading.local()  # .worker: this thread is one of the pool's (nested map_threads runs inline)
+_LOCK = threading.Lock()
+_PENDING = 0  # in_pool pieces submitted and not finished (map_threads runs inline meanwhile)
 
 
 def _mark_worker() -> None:
@@ -55,17 +57,29 @@ def in_background(fn) -> Future:
 
 def in_pool(fn, *args) -> Future:
     """``fn(*args)`` in a thread of the pool: independent pieces of work side by side (a
-    ``map_threads`` inside ``fn`` runs on that thread, so pool threads never wait on the pool)."""
-    return _pool(n_threads()).submit(fn, *args)
+    ``map_threads`` inside ``fn`` runs on that thread, so pool threads never wait on the pool;
+    nor does a ``map_threads`` of the caller while such pieces are pending: it runs inline)."""
+    global _PENDING
+    with _LOCK:
+        _PENDING += 1
+    fut = _pool(n_threads()).submit(fn, *args)
+    fut.add_done_callback(_one_done)
+    return fut
+
+
+def _one_done(_fut: Future) -> None:
+    global _PENDING
+    with _LOCK:
+        _PENDING -= 1
 
 
 def map_threads(fn, items, events: int | None = None) -> list:
     """``[fn(x) for x in items]``, in threads when there are several items (results in order);
     on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``
-    or when called from a pool thread."""
+    or when called from a pool thread or while ``in_pool`` pieces are pending (the pool is busy)."""
     items = list(items)
     k = min(len(items), n_threads()) if events is None or events >= MIN_EVENTS_PER_THREAD else 1
-    if getattr(_LOCAL, "worker", False):
+    if getattr(_LOCAL, "worker", False) or _PENDING:
         k = 1
     if k <= 1:
         return [fn(x) for x in items]

@@ -27,7 +27,7 @@ from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
 from cepvec.paths.base import feed
-from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
+from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error, sums_overflow
 from cepvec.kernels.trend import float_order_key, partition_order
 from cepvec.paths.scan.plan import Programs, ScanPlan, build
 from cepvec.runtime.polars_expr import predicate_mask
@@ -107,7 +107,7 @@ class ScanRun:
         self.held: pl.DataFrame | None = None
         self.done = _NEG  # results are final (emitted) up to this bound (see _scan)
         self.cells: list[pl.DataFrame] = []
-        self.pending: list = []  # Futures of the pieces scanning in the background (threads.in_background)
+        self.pending: list = []  # Futures of the pieces scanning in the pool (threads.in_pool)
         self.last_time: int | None = None
 
     #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
@@ -115,8 +115,8 @@ class ScanRun:
     CHUNK = 1 << 16
     #: a piece holds at least this many events per partition seen so far
     EVENTS_PER_PARTITION = 16
-    #: pieces that may scan in the background (queued) while the next one is prepared
-    PIPELINE = 3
+    #: pieces that may be queued in the pool per thread while the next one is prepared
+    PIPELINE = 2
 
     def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
         """New partitions ``dst`` (key frames) start with the events of partitions ``src``: kept
@@ -136,9 +136,9 @@ class ScanRun:
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         """Consume the next time-ordered batch (``times`` in the time unit).
 
-        With a window, the batch is first reduced to the pattern's events, encoded by one Polars
-        query (:meth:`_events`; not with float partition keys, whose NaN and null stay apart only
-        until the query turns NaN into null), then scanned in pieces of ``CHUNK`` events.
+        With a window, the batch is cut into pieces (:meth:`_pieces`); this thread encodes each
+        piece in turn (:meth:`_encode`: the pattern's events, then their partition ids, which are
+        numbered in input order) while the pieces before it scan in the pool.
         """
         if not len(df):
             return
@@ -151,16 +151,39 @@ class ScanRun:
         if not self.incremental:
             self.frames.append(df)
             return
-        if not self.parts.float_keys:
-            df = self._events(df)
-            df = df.with_columns(pl.Series("__pid", self.parts.ids(df), dtype=pl.Int64))
-        a = 0
-        while a < len(df):  # many partitions: longer pieces (a piece's cost per partition is fixed)
-            b = a + max(self.CHUNK, self.EVENTS_PER_PARTITION * len(self.parts))
-            self._push_piece(df[a:b])
-            a = b
+        # with threads, the batch's halves are encoded side by side; the partition ids are taken
+        # in input order, and the first half's pieces scan while the second's ids are taken
+        halves = 2 if threads.n_threads() > 1 and len(df) >= threads.MIN_EVENTS_PER_THREAD else 1
+        cuts = np.linspace(0, len(df), halves + 1).astype(np.int64)
+        for part in threads.map_threads(self._events, [df[int(a):int(b)] for a, b in zip(cuts[:-1], cuts[1:])]):
+            part = self._with_ids(part)
+            for c, d in self._pieces(len(part)):
+                self._push_piece(part[c:d])
+
+    def _pieces(self, n: int) -> list[tuple[int, int]]:
+        """Row ranges of a batch of ``n`` events: about ``CHUNK`` events, or ``EVENTS_PER_PARTITION``
+        per partition seen so far (a piece's cost per partition is fixed), in a multiple of the
+        threads' number of pieces of equal length (the pool's threads finish together)."""
+        k = -(-n // max(self.CHUNK, self.EVENTS_PER_PARTITION * len(self.parts)))
+        nt = threads.n_threads()
+        if nt > 1 and n >= threads.MIN_EVENTS_PER_THREAD // 4:
+            k = -(-max(k, nt) // nt) * nt
+        cuts = np.linspace(0, n, k + 1).astype(np.int64)
+        return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+    def _encode(self, df: pl.DataFrame) -> pl.DataFrame:
+        """:meth:`_events` of ``df`` with their partition ids ``__pid``."""
+        return self._with_ids(self._events(df))
+
+    def _with_ids(self, df: pl.DataFrame) -> pl.DataFrame:
+        """Encoded events with their partition ids ``__pid`` (new keys numbered in input order)."""
+        raw = {c: f"__raw{j}" for j, c in enumerate(self.q.partition_by)} if self.parts.float_keys else {}
+        keys = df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df
+        return df.with_columns(pl.Series("__pid", self.parts.ids(keys), dtype=pl.Int64))
 
     def _push_piece(self, df: pl.DataFrame) -> None:
+        if not len(df):
+            return
         if self.held is not None:
             df = pl.concat([self.held, df], how="vertical_relaxed", rechunk=False)
         # equal time stamps may continue in the next batch: hold the last one back
@@ -201,22 +224,14 @@ class ScanRun:
         parts = [f for f in (*self.frames, new) if f is not None and len(f)]
         df = pl.concat(parts, how="vertical_relaxed", rechunk=False) if parts else None
         if df is not None and len(df):
-            self._wait(self.PIPELINE - 1)
-            if "__pid" in df.columns and bound < _POS and threads.n_threads() > 1 and \
-                    len(df) >= threads.MIN_EVENTS_PER_THREAD // 4:
-                # encoded with partition ids: a piece is prepared and scanned on its own, the
-                # pieces side by side in the pool (up to PIPELINE queued; cells collected in order)
+            self._wait(self.PIPELINE * threads.n_threads())
+            if bound < _POS and threads.n_threads() > 1 and len(df) >= threads.MIN_EVENTS_PER_THREAD // 4:
+                # a piece is prepared and scanned on its own, the pieces side by side in the pool
+                # (up to PIPELINE per thread queued; cells collected in order) while this thread encodes the next
                 self.pending.append(threads.in_pool(self._piece_cells, df, self.done, bound))
             else:
-                # partition ids are taken here, in input order: this thread prepares the piece,
-                # the previous ones scan in the background meanwhile
-                job = self._kernel_job(df, self.done, bound)
-                if job is not None:
-                    if bound < _POS and threads.n_threads() > 1:
-                        self.pending.append(threads.in_background(job))
-                    else:
-                        self._wait()
-                        self._add(job())
+                self._wait()
+                self._add(self._piece_cells(df, self.done, bound))
             if bound < _POS:
                 # rows are in time order: the carry is a suffix
                 df = df[int(np.searchsorted(df["__t"].to_numpy(), bound - 2 * self.w, side="right")):]
@@ -251,7 +266,8 @@ class ScanRun:
         if not self.cells:
             return pl.DataFrame(schema=_out_schema(self.q, prep, self.numeric))
         cells = pl.concat(self.cells, how="vertical_relaxed")
-        return _assemble(self.q, prep, self.plan, self.numeric, cells, self.parts)
+        return _assemble(self.q, prep, self.plan, self.numeric, cells, self.parts,
+                         repeats=self.mode == K.MODE_WITHIN and len(self.cells) > 1)
 
     # ------------------------------------------------------------------ kernel call
     def _kernel_job(self, df: pl.DataFrame, done: int, bound: int):
@@ -259,17 +275,13 @@ class ScanRun:
         (partition, key, values; MIN/MAX decoded) of the results final in ``(done, bound]``,
         or raises the first overflow in segment order. None when ``df`` holds no event."""
         q, plan = self.q, self.plan
-        if "__bind" not in df.columns:  # not encoded when pushed (no window, float keys)
-            df = self._events(df)
-        raw = {c: f"__raw{j}" for j, c in enumerate(q.partition_by)} if self.parts.float_keys else {}
+        if "__bind" not in df.columns:  # the kept batches (no window) are encoded here
+            df = self._encode(df)
         if not len(df):
             return None
         bind_all = np.asarray(df["__bind"].to_numpy(), np.int64)
         parts = self.parts
-        if "__pid" in df.columns:  # partition ids of the whole batch, taken when it was pushed
-            pid = df["__pid"].to_numpy()
-        else:
-            pid = parts.ids(df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df)
+        pid = df["__pid"].to_numpy()
         # the keys as of now: pieces run in the pool while later batches add keys (the ids of this
         # piece's events are all below its length)
         keys = parts.keys
@@ -418,39 +430,60 @@ def _out_schema(q, prep, numeric):
     return output_schema(q, prep.df.schema, prep.time_dtype, numeric)
 
 
-def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFrame, parts) -> pl.DataFrame:
-    """Sum the cells of the partitions of each group (min/max for MIN/MAX), then finish the aggregates."""
+def _assemble(q, prep: Prepared, plan: ScanPlan, numeric: str, cells: pl.DataFrame, parts,
+              repeats: bool) -> pl.DataFrame:
+    """Sum the cells of the partitions of each group (min/max for MIN/MAX), then finish the aggregates.
+
+    ``repeats``: a (partition, key) may have cells from several scans (WITHIN: every scan adds to the
+    one total of a partition); otherwise the cells are unique.
+    """
     if not len(cells):
         return pl.DataFrame(schema=_out_schema(q, prep, numeric))
     by = list(q.group_by) + ["__key"]
     vcols = [c for c in cells.columns if c.startswith("__v")]
     int_cols = [c for c in vcols if cells.schema[c].is_integer()]
     aggs = [pl.col(c).sum() for c in vcols]
+    mmcols = [(f"__mn{m}" if q.aggs[j].func == "MIN" else f"__mx{m}", q.aggs[j].label)
+              for m, (j, _, _) in enumerate(plan.minmax)]
     for m in range(len(plan.minmax)):
         aggs += [pl.col(f"__mn{m}").min(), pl.col(f"__mx{m}").max()]
     if list(q.partition_by) == list(q.group_by):
-        # each partition is its own group: sum the cells by (partition, key), integers, then read
-        # the group values of the (fewer) sums
+        # each partition is its own group: add up the cells of a (partition, key), then order them
+        # by the group values (a counting sort, runtime/output.py::in_rank_order)
         if sums_overflow(cells, ["__pid", "__key"], int_cols):
             raise overflow_error(q, "when adding up the partitions of a group")
-        g = cells.group_by(["__pid", "__key"]).agg(aggs)
-        if q.group_by:
-            g = g.join(parts.group_frame(), on="__pid", how="left")
-    else:
-        if q.group_by:
-            cells = cells.join(parts.group_frame(), on="__pid", how="left")
-        if sums_overflow(cells, by, int_cols):
-            raise overflow_error(q, "when adding up the partitions of a group")
-        g = cells.group_by(by).agg(aggs)
-    g = g.sort(by, nulls_last=True)
+        if repeats and mmcols:
+            cells = cells.group_by(["__pid", "__key"]).agg(aggs)
+        pid, key = cells["__pid"].to_numpy(), cells["__key"].to_numpy()
+        columns = {c: cells[c].to_numpy() for c in vcols}
+        if repeats and not mmcols:  # WITHIN: one key; the int64 sums were checked above
+            pid, columns = _sum_by_partition(pid, columns, len(parts))
+            key = np.zeros(len(pid), np.int64)
+        return in_rank_order(q, prep, plan, numeric, parts.group_frame(), pid, key, columns,
+                             {lab: cells[c] for c, lab in mmcols})
+    if q.group_by:
+        cells = cells.join(parts.group_frame(), on="__pid", how="left")
+    if sums_overflow(cells, by, int_cols):
+        raise overflow_error(q, "when adding up the partitions of a group")
+    g = cells.group_by(by).agg(aggs).sort(by, nulls_last=True)
     keyv = g["__key"].to_numpy()
     group_cols = {gcol: g[gcol] for gcol in q.group_by}
     vals = {c: g[c] for c in vcols}
     out = assemble_output(q, prep, plan, numeric, group_cols, keyv, vals, minmax_ok=True)
-    for m, (j, _, _) in enumerate(plan.minmax):
-        a = q.aggs[j]
-        out = out.with_columns(g[f"__mn{m}" if a.func == "MIN" else f"__mx{m}"].alias(a.label))
-    return out
+    return out.with_columns(g[c].alias(lab) for c, lab in mmcols) if mmcols else out
+
+
+def _sum_by_partition(pid: np.ndarray, columns: dict, n_parts: int) -> tuple[np.ndarray, dict]:
+    """The partitions of ``pid`` (rising) and each column's sum over the rows of each."""
+    seen = np.zeros(n_parts, np.bool_)
+    seen[pid] = True
+    ids = np.flatnonzero(seen).astype(np.int64)
+    sums = {}
+    for c, v in columns.items():
+        tot = np.zeros(n_parts, v.dtype)
+        np.add.at(tot, pid, v)
+        sums[c] = tot[ids]
+    return ids, sums
 
 
 def run_scan(q, prep: Prepared, *, numeric: str = "int64", batches: list[int] | None = None) -> pl.DataFrame:

@@ -59,6 +59,9 @@ from cepvec.kernels.trend.arith import _sadd, _smul
 
 MODE_NONE = 0
 MODE_SLIDE = 1
+#: WITHIN alone: start panes are the distinct times of a partition (*ordinals*), live while they are
+#: within ``w`` of the current time; one total per partition and leaf
+MODE_WITHIN = 2
 #: row kinds (``node_kind``): counts and non-null counts (added, never negative), sums (added, any
 #: sign), MIN / MAX as uint64 order keys held in int64 (the larger key wins, 0 is no value)
 KIND_COUNT = 0
@@ -93,22 +96,25 @@ def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n
 # Not inlined: called only by events of a negated type; inlined, its code slowed the per-event loop of
 # workloads without negation by 10% (120 e-commerce queries, 188 -> 205 ms).
 @jit
-def _reset_guarded(i, c, p, jcur, Rp, use_mask, pm, reset_ptr, reset_nodes, reset_pred, C, ctag, mask, j_part,
-                   j_node, j_slot, j_old, j_reset, n_j):
+def _reset_guarded(i, c, p, jcur, jlo, Rp, use_mask, pm, reset_ptr, reset_nodes, reset_pred, C, ctag, mask, j_part,
+                   j_node, j_slot, j_old, j_reset, n_j, within, leaf_of, W, is_int):
     """Event ``i`` (type code ``c``, partition ``p``, pane ``jcur``) resets the guarded nodes of its type:
-    each live start pane keeps only what was added at this event's time (the journal holds the
-    counts from before it; a pane not journaled yet is journaled here). Returns the journal length."""
+    each live start pane (``jlo`` and later) keeps only what was added at this event's time (the
+    journal holds the counts from before it; a pane not journaled yet is journaled here). ``within``
+    (WITHIN alone, one total per leaf in ``W``): a reset leaf's total loses what the reset took (the
+    matches a negated end removes). Returns the journal length, -1 when an int64 total overflowed."""
     for a in range(reset_ptr[c], reset_ptr[c + 1]):
         pr = reset_pred[a]
         if pr >= 0 and not pm[i, pr]:
             continue
         node = reset_nodes[a]
         todo = mask[p, node] if use_mask else 0
+        lf = leaf_of[node] if within else -1
         for b in range(Rp):
             if use_mask and (todo >> b) & 1 == 0:
                 continue
             tag = ctag[p, node, b]
-            if tag > jcur or tag <= jcur - Rp:
+            if tag > jcur or tag <= jcur - Rp or tag < jlo:
                 continue  # a dead pane reads as 0
             cur = C[p, node, b]
             x = 0
@@ -124,6 +130,14 @@ def _reset_guarded(i, c, p, jcur, Rp, use_mask, pm, reset_ptr, reset_nodes, rese
                 continue  # reset at this time already: it holds only what this time added
             j_reset[x] = True
             C[p, node, b] = cur - j_old[x]
+            if lf >= 0 and j_old[x] != 0:
+                if is_int:
+                    v, o1 = _sadd(W[p, lf, 0], -j_old[x], True)
+                    if o1:
+                        return -1
+                    W[p, lf, 0] = v
+                else:
+                    W[p, lf, 0] -= j_old[x]
     return n_j
 
 
@@ -192,8 +206,8 @@ def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wta
 @jit
 def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
                reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first, parent, leaf_of,
-               qleaf, mode, w, s, g, is_int, C, ctag, mask, W, wtag, slot_k, LN, PN, FL, start, out_q, out_p, out_k,
-               out_v):
+               qleaf, mode, w, s, g, is_int, C, ctag, mask, W, wtag, slot_k, LN, PN, FL, OT, ON, start, out_q, out_p,
+               out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);
@@ -228,8 +242,19 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     ``FL`` (every counted first event of a pane has the same last N: one in the pane would have
     stopped it). ``first[row]``: the guarded first node of a row's prefix, -1 for none.
 
-    status 0: every event done; 1: the output buffers are full (call again from the next event
-    with emptied or larger buffers); -2: an int64 count overflowed at the next event.
+    WITHIN alone (``MODE_WITHIN``): the start panes are *ordinals*, the distinct times of a
+    partition's events in order (``ON[p] = (last ordinal, its time, oldest live ordinal)``,
+    ``OT[p, slot]`` the time of the ordinal in a slot); an ordinal is live while its time is after
+    ``t - w``, so a leaf's count grows only by matches with ``last - first < w``, and the leaf's
+    total (one window) adds them. The caller sizes ``Rp`` to the most live ordinals
+    (:func:`ordinals_needed`). A negated start keeps its first event and records the last N time
+    (``FL``): a match counts at time ``t`` only when that N is at or before ``t - w``. A negated
+    end is a guard of the leaf: the reset takes the matches it removes off the leaf's total.
+
+    status 0: every event done; 1: the output buffers may not hold the rows of the next time stamp
+    (call again from the next event with emptied or larger buffers: a stop falls between time
+    stamps, so the journal of a tie group never spans two calls); -2: an int64 count overflowed at
+    the next event.
     """
     n = len(times)
     n_part = C.shape[0]
@@ -281,10 +306,18 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     j_reset = np.zeros(jcap, np.bool_)  # the entry's counter was reset at this time already
     n_j = 0
     j_time = NO_TAG
+    within = mode == MODE_WITHIN
     for i in range(start, n):
         c = codes[i]
         p = pid[i]
         t = times[i]
+        if mode == MODE_SLIDE and (i == start or times[i - 1] != t):
+            # a new time stamp: its events open at most Rw windows each, every opening emitting Q rows
+            e = i + 1
+            while e < n and times[e] == t:
+                e += 1
+            if n_out + (e - i) * Rw * Q > cap:
+                return 1, i, n_out
         for a in range(start_ptr[c], start_ptr[c + 1] if has_start else start_ptr[c]):  # a negated start's N
             pr = start_pred[a]
             if pr >= 0 and not pm[i, pr]:
@@ -302,6 +335,20 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 continue  # between windows (SLIDE > WITHIN): no match with this event is in a window
             jcur = t // g
             jlo = kmin * s // g  # first pane of the oldest window that contains t
+        elif within:
+            kmin = 0
+            kmax = 0
+            lo = ON[p, 2]
+            jcur = ON[p, 0]
+            while lo <= jcur and OT[p, lo % Rp] <= t - w:
+                lo += 1  # expired: started at or before t - w
+            if ON[p, 1] != t:  # a new time of this partition: the next ordinal
+                jcur += 1
+                OT[p, jcur % Rp] = t
+                ON[p, 0] = jcur
+                ON[p, 1] = t
+            ON[p, 2] = lo
+            jlo = lo
         else:
             kmin = 0
             kmax = 0
@@ -313,8 +360,6 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
             old = slot_k[p, r]
             if old != k:
                 if old >= 0:
-                    if n_out + Q > cap:
-                        return 1, i, n_out
                     n_out = _emit_window(W, wtag, leaf_of, qleaf, p, r, old, out_q, out_p, out_k, out_v, n_out)
                 slot_k[p, r] = k  # no reset: totals tagged with an older window read as 0
         ends = end_ptr[c + 1] > end_ptr[c]
@@ -337,9 +382,12 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 last_n = LN[p, fn] if LN[p, fn] < t else PN[p, fn]
                 floor = NO_TAG
                 if last_n != NO_TAG:
-                    if mode != MODE_SLIDE or last_n // g == jcur:
+                    if within:
+                        floor = last_n  # its matches count from time last_n + w on
+                    elif mode != MODE_SLIDE or last_n // g == jcur:
                         continue  # an N before it in the scope of every window that holds it
-                    floor = last_n // g
+                    else:
+                        floor = last_n // g
                 if node == fn:
                     FL[p, fn, jcur % Rp] = floor
             if par == 0:
@@ -425,6 +473,8 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 if lf >= 0:  # a query's last node: the windows that contain t and start by pane jp
                     khi = kmax if mode != MODE_SLIDE else min(kmax, jp * g // s)
                     klo = kmin
+                    if within and fn >= 0 and FL[p, fn, b] != NO_TAG and FL[p, fn, b] > t - w:
+                        continue  # the last N before the first event is within w of t
                     if fn >= 0 and mode == MODE_SLIDE and FL[p, fn, b] != NO_TAG:
                         kf = ((FL[p, fn, b] + 1) * g + s - 1) // s  # windows starting after the N's pane
                         if kf > klo:
@@ -449,8 +499,11 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
             n_wj = _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wtag, wj_part, wj_leaf,
                                wj_slot, wj_old, wj_reset, n_wj)
         if reset_ptr[c + 1] > reset_ptr[c]:
-            n_j = _reset_guarded(i, c, p, jcur, Rp, use_mask, pm, reset_ptr, reset_nodes, reset_pred, C, ctag,
-                                 mask, j_part, j_node, j_slot, j_old, j_reset, n_j)
+            n_j = _reset_guarded(i, c, p, jcur, jlo if within else jcur - Rp + 1, Rp, use_mask, pm, reset_ptr,
+                                 reset_nodes, reset_pred, C, ctag, mask, j_part, j_node, j_slot, j_old, j_reset, n_j,
+                                 within, leaf_of, W, is_int)
+            if n_j < 0:
+                return -2, i, n_out
     return 0, n, n_out
 
 
@@ -465,3 +518,58 @@ def emit_open(W, wtag, slot_k, leaf_of, qleaf, out_q, out_p, out_k, out_v):
                 continue
             n_out = _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n_out)
     return n_out
+
+
+@jit
+def ordinals_needed(order, seg_ptr, seg_pid, times, w, ON, OT, Rp):
+    """The most live ordinals (WITHIN alone) any partition will hold while processing ``times``:
+    its live ordinals from earlier calls (``ON`` / ``OT`` with ``Rp`` slots) and the distinct times of
+    its events here (``order[seg_ptr[k]:seg_ptr[k + 1]]``: partition ``seg_pid[k]``'s events in
+    time order), counted over every stretch of ``w`` time units."""
+    most = 1
+    buf = np.empty(0, np.int64)
+    for k in range(len(seg_pid)):
+        p = seg_pid[k]
+        lo, hi = seg_ptr[k], seg_ptr[k + 1]
+        n_old = ON[p, 0] - ON[p, 2] + 1 if ON[p, 0] >= 0 else 0
+        if n_old < 0:
+            n_old = 0
+        if len(buf) < n_old + hi - lo:
+            buf = np.empty(2 * (n_old + hi - lo), np.int64)
+        m = 0
+        for j in range(ON[p, 2], ON[p, 2] + n_old):
+            buf[m] = OT[p, j % Rp]
+            m += 1
+        for x in range(lo, hi):
+            t = times[order[x]]
+            if m == 0 or buf[m - 1] != t:
+                buf[m] = t
+                m += 1
+        a = 0
+        for x in range(m):  # distinct times in (buf[x] - w, buf[x]]
+            while buf[a] <= buf[x] - w:
+                a += 1
+            if x - a + 1 > most:
+                most = x - a + 1
+    return most
+
+
+@jit
+def relayout(ON, Rp, C, ctag, FL, OT, C2, ctag2, FL2, OT2, mask2):
+    """Copy the live ordinals of every partition from ``Rp`` slots to ``C2.shape[2]`` slots (ordinal
+    ``j`` goes to slot ``j % R``); the new mask (when ``R`` fits it) marks the slots holding counts."""
+    R = C2.shape[2]
+    use_mask = R <= MASK_BITS
+    for p in range(ON.shape[0]):
+        if ON[p, 0] < 0:
+            continue
+        for j in range(ON[p, 2], ON[p, 0] + 1):
+            b, b2 = j % Rp, j % R
+            OT2[p, b2] = OT[p, b]
+            for node in range(C.shape[1]):
+                FL2[p, node, b2] = FL[p, node, b]
+                if ctag[p, node, b] == j:
+                    C2[p, node, b2] = C[p, node, b]
+                    ctag2[p, node, b2] = j
+                    if use_mask:
+                        mask2[p, node] |= 1 << b2

@@ -204,3 +204,39 @@ class SharingAggregates(_SharedVariant):
     def texts(self, kind):
         texts = ecommerce_workload(120, seed=SEED)
         return with_aggregates(texts) if kind == "sums" else with_negations(texts)
+
+
+def within_alone(texts: dict[str, str]) -> dict[str, str]:
+    """The e-commerce queries under ``WITHIN 20 min`` alone (a match spans less than 20 minutes; one row
+    per customer): the executor's start panes are each customer's distinct times within the window."""
+    return {name: text.replace(" SLIDE 1 min", "") for name, text in texts.items()}
+
+
+class SharingWithin:
+    """``run_many``, ``sharing="none"`` and ``cepvec.run`` per query of the e-commerce workload under
+    ``WITHIN 20 min`` alone, uniform and Zipf items (the same run)."""
+
+    params = [[20, 120], ["uniform", "zipf"]]
+    param_names = ["n_queries", "distribution"]
+    timeout = 900
+    number = 1
+    repeat = 3
+
+    def setup(self, n_queries, distribution):
+        self.events = events(distribution)
+        self.workload = cepvec.workload(within_alone(ecommerce_workload(n_queries, seed=SEED)))
+        assert len(self.workload.plan.shared_queries) == len(self.workload.queries)
+        self.queries = list(self.workload.queries.values())
+        small = self.events.head(2000)  # compile / load the kernels
+        cepvec.run_many(self.workload, small)
+        cepvec.run_many(self.workload, small, sharing="none")
+
+    def time_run_many(self, n_queries, distribution):
+        cepvec.run_many(self.workload, self.events)
+
+    def time_none(self, n_queries, distribution):
+        cepvec.run_many(self.workload, self.events, sharing="none")
+
+    def time_per_query(self, n_queries, distribution):
+        for q in self.queries:
+            cepvec.run(q, self.events)

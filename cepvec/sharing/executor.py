@@ -1,7 +1,8 @@
 """The shared executor: the queries of one sharing class on one trie of prefix counters.
 
 Every query the executor runs (:func:`executor_support`) is a fixed-length
-``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE`` or no
+``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE``, ``WITHIN``
+alone (start panes are each partition's distinct times within the window) or no
 window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions), local
 predicates (``WHERE A.price > 10``), negations of one event type (``SEQ(A, NOT N, B)``,
 ``SEQ(A, B, NOT N)``, ``SEQ(NOT N, A, B)``) and SUM / AVG / COUNT / MIN / MAX of a position. The queries of the class become one trie of
@@ -30,8 +31,9 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import sharing as K
+from cepvec.kernels.trend import partition_order
 from cepvec.kernels.linear import view_codes, view_hash, view_words
-from cepvec.paths.linear.plan import build as linear_plan
+from cepvec.paths.linear.plan import plan_components
 from cepvec.paths.linear.run import string_views
 from cepvec.plan.ir import Query
 from cepvec.runtime.order_keys import order_keys, orderable
@@ -158,8 +160,7 @@ class SharedRun:
         # SUM / AVG: the linear path's components (a sum, a count of non-null values, a count of a
         # position's events); the sums and non-null counts are channels of the trie, one weight
         # column per distinct (attribute, kind)
-        self.plans = {n: linear_plan(queries[n]) if any(not a.star for a in queries[n].aggs)
-                      else SimpleNamespace(components=[], comp_of_agg=[() for _ in queries[n].aggs])
+        self.plans = {n: SimpleNamespace(**dict(zip(("components", "comp_of_agg"), plan_components(queries[n]))))
                       for n in self.names}
         weights: dict[tuple[str, str], int] = {}
         self.weight_query: dict[tuple[str, str], Query] = {}  # a query reading it (MIN / MAX key errors)
@@ -203,7 +204,8 @@ class SharedRun:
         code = {t: c for c, t in enumerate(self.trie.types, start=1)}
         pred = {key: j for j, key in enumerate(self.trie.preds)}
         ends: list[list[tuple[int, int]]] = [[] for _ in range(len(self.trie.types) + 1)]
-        for qi, name in enumerate(self.names):
+        # (under WITHIN alone the leaf's guard does it: the reset takes the removed matches off its total)
+        for qi, name in enumerate(self.names if q0.window.kind != "within" else ()):
             for gt, gk in steps_of(queries[name])[-1][2]:
                 for r in [self.trie.leaf[qi], *self.trie.chan_leaf[qi]]:
                     ends[code[gt]].append((int(self.leaf_of[r]), pred[gk] if gk else -1))
@@ -215,6 +217,8 @@ class SharedRun:
             self.mode, self.w, self.s = K.MODE_SLIDE, int(prep.w), int(prep.s)
             self.g = math.gcd(self.w, self.s)  # pane length: every window is a run of whole panes
             self.Rp, self.Rw = self.w // self.g, max(1, -(-self.w // self.s))
+        elif q0.window.kind == "within":  # start panes are ordinals (distinct times), Rp grows to the live ones
+            self.mode, self.w, self.s, self.g, self.Rp, self.Rw = K.MODE_WITHIN, int(prep.w), 1, 1, 4, 1
         else:
             self.mode, self.w, self.s, self.g, self.Rp, self.Rw = K.MODE_NONE, 0, 1, 1, 1, 1
         self.dtype = np.int64 if numeric == "int64" else np.float64
@@ -238,7 +242,9 @@ class SharedRun:
                       np.full((n_part, self.Rw), -1, np.int64),  # slot_k: the window of each slot
                       np.full((n_part, self.trie.size), K.NO_TAG, np.int64),  # last N time (negated start)
                       np.full((n_part, self.trie.size), K.NO_TAG, np.int64),  # the N time before it
-                      np.full((n_part, self.trie.size, self.Rp), K.NO_TAG, np.int64)]  # pane of the last N
+                      np.full((n_part, self.trie.size, self.Rp), K.NO_TAG, np.int64),  # pane of the last N
+                      np.zeros((n_part, self.Rp), np.int64),  # OT: time of each ordinal slot (WITHIN alone)
+                      np.tile(np.array([-1, K.NO_TAG, 0], np.int64), (n_part, 1))]  # ON: last ordinal, time, oldest
 
     @property
     def n_part(self) -> int:
@@ -249,6 +255,23 @@ class SharedRun:
         self._alloc(max(n_part, 2 * len(old[0])))
         for new, o in zip(self.state, old):
             new[:len(o)] = o
+
+    def _ordinals(self, pid: np.ndarray, times: np.ndarray) -> None:
+        """WITHIN alone: enough ordinal slots for the most distinct times a partition holds within ``w``
+        in this call (doubling; the live ordinals move to their new slots)."""
+        order, seg = partition_order(pid, self.n_part)
+        seg_pid = np.flatnonzero(np.diff(seg)).astype(np.int64)
+        seg_ptr = np.append(seg[seg_pid], len(order)).astype(np.int64)
+        need = K.ordinals_needed(order, seg_ptr, seg_pid, times, self.w, self.state[10], self.state[9], self.Rp)
+        if need <= self.Rp:
+            return
+        old, old_rp = self.state, self.Rp
+        self.Rp = max(need, 2 * old_rp)
+        self._alloc(self.n_part)
+        for j in (3, 4, 5, 6, 7, 10):  # arrays without a slot axis
+            self.state[j][:] = old[j]
+        C, ctag, mask, *_rest = self.state
+        K.relayout(old[10], old_rp, old[0], old[1], old[8], old[9], C, ctag, self.state[8], self.state[9], mask)
 
     def _buffers(self, cap: int):
         return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
@@ -306,6 +329,8 @@ class SharedRun:
             return
         if int(pid.max()) >= self.n_part:
             self._grow(int(pid.max()) + 1)
+        if self.mode == K.MODE_WITHIN:
+            self._ordinals(pid, times)
         start = 0
         while True:
             status, start, n = K.run_shared(pid, times, codes, pm, ew, self.trie.type_ptr, self.trie.type_nodes,

@@ -452,6 +452,12 @@ def explain_plan(wl) -> str:
                          "run on their own path")
     if not plan.shared_groups:
         lines.append("shared executor: not used (every query runs on its own path)")
+    in_executor = {n for group in plan.shared_groups for n in group}
+    for cp in plan.classes:
+        for name in cp.seqs:
+            why = executor_support(wl.queries[name])
+            if name not in in_executor and why is not None:
+                lines.append(f"  {name}: not in the shared executor ({why}); runs on its own path in the same pass")
     return "\n".join(lines)
 
 

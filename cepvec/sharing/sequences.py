@@ -161,8 +161,12 @@ def executor_support(q: Query) -> str | None:
     why = why_not_sharable(q)
     if why is not None:
         return why
-    if q.window.kind not in ("slide", "none"):
-        return f"window {q.window.kind} (the shared executor runs WITHIN ... SLIDE and no window)"
+    if q.window.kind not in ("slide", "within", "none"):
+        return f"window {q.window.kind} (the shared executor runs WITHIN, WITHIN ... SLIDE and no window)"
+    seq = _sequence(q)
+    if q.window.kind == "within" and seq and seq[2] and seq[1].get(seq[0][-1]):
+        return ("a negated start and a negated end under WITHIN alone (the end's reset would take back "
+                "matches the start kept out of the total)")
     if q.window.kind == "slide":
         (w, wu), (sl, su) = _duration(q.window.within), _duration(q.window.slide)
         panes = w / _gcd(w, sl) if wu == su else None

@@ -93,6 +93,67 @@ def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n
     return n_out
 
 
+@jit
+def _emit_changes(pend_p, pend_lf, n_pend, t, w, within, leaf_node, lf_ptr, lf_rows, node_kind, first, is_int, C,
+                  ctag, mask, FL, ON, out_q, out_p, out_k, out_v, n_out):
+    """EMIT CHANGES at time ``t``: per (partition, leaf) with an END event at ``t``, the matches in
+    ``(t - w, t]`` (the leaf's counts of the live ordinals; without WITHIN, of the one pane) as a row
+    of every output row of that leaf (once per time stamp). A match whose first event has its last
+    N (a negated start) after ``t - w`` is left out (the slots of ``mask`` only, when it is kept).
+    Returns the new row count, -1 on an int64 overflow."""
+    Rp = C.shape[2]
+    use_mask = Rp <= MASK_BITS
+    for x in range(n_pend):
+        p, lf = pend_p[x], pend_lf[x]
+        dup = False
+        for y in range(x):
+            if pend_p[y] == p and pend_lf[y] == lf:
+                dup = True
+                break
+        if dup:
+            continue
+        node = leaf_node[lf]
+        kind = node_kind[node]
+        fn = first[node]
+        signed = is_int and kind == KIND_SUM
+        lo, hi = (ON[p, 2], ON[p, 0]) if within else (0, 0)
+        tot = C.dtype.type(0)
+        todo = mask[p, node] if use_mask else 0
+        j = lo - 1
+        while True:
+            if use_mask:  # the slots of the mask's bits (a dead slot's bit is cleared)
+                if todo == 0:
+                    break
+                low = todo & -todo
+                todo ^= low
+                b = _DEBRUIJN[((low * _DEBRUIJN_MUL) >> 58) & 63]
+                j = hi - (hi - b) % Rp
+                if j < lo or ctag[p, node, b] != j:
+                    mask[p, node] &= ~low
+                    continue
+            else:
+                j += 1
+                if j > hi:
+                    break
+                b = j % Rp
+                if ctag[p, node, b] != j:
+                    continue
+            if fn >= 0 and within and FL[p, fn, b] != NO_TAG and FL[p, fn, b] > t - w:
+                continue  # an N after t - w before the first event
+            tot, o1 = _combine(kind, signed, is_int, tot, C[p, node, b])
+            if o1:
+                return -1
+        if tot == 0:
+            continue
+        for a in range(lf_ptr[lf], lf_ptr[lf + 1]):
+            out_q[n_out] = lf_rows[a]
+            out_p[n_out] = p
+            out_k[n_out] = t
+            out_v[n_out] = tot
+            n_out += 1
+    return n_out
+
+
 # Not inlined: called only by events of a negated type; inlined, its code slowed the per-event loop of
 # workloads without negation by 10% (120 e-commerce queries, 188 -> 205 ms).
 @jit
@@ -206,8 +267,8 @@ def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wta
 @jit
 def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
                reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first, parent, leaf_of,
-               qleaf, mode, w, s, g, is_int, C, ctag, mask, W, wtag, slot_k, LN, PN, FL, OT, ON, start, out_q, out_p,
-               out_k, out_v):
+               qleaf, mode, w, s, g, is_int, emit, leaf_node, lf_ptr, lf_rows, C, ctag, mask, W, wtag, slot_k, LN, PN,
+               FL, OT, ON, start, out_q, out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);
@@ -250,6 +311,14 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     (:func:`ordinals_needed`). A negated start keeps its first event and records the last N time
     (``FL``): a match counts at time ``t`` only when that N is at or before ``t - w``. A negated
     end is a guard of the leaf: the reset takes the matches it removes off the leaf's total.
+
+    ``emit`` (EMIT CHANGES, with ``MODE_WITHIN`` or, without WITHIN, ``MODE_NONE``): an event that a
+    leaf takes (type and predicate) is an END event of the leaf's queries; after its time stamp
+    (:func:`_emit_changes`) every output row of that leaf (``lf_rows[lf_ptr[lf]:lf_ptr[lf + 1]]``)
+    gets a row (key: the time) with the leaf's matches in ``(t - w, t]``: its counts by live
+    ordinal (``leaf_node[lf]``: the leaf's trie row). No totals in ``W``; a negated end is a guard of
+    the leaf (its reset removes the matches an N after them ends), a negated start is read at
+    emission (the last N before the first event at or before ``t - w``).
 
     status 0: every event done; 1: the output buffers may not hold the rows of the next time stamp
     (call again from the next event with emptied or larger buffers: a stop falls between time
@@ -307,16 +376,35 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     n_j = 0
     j_time = NO_TAG
     within = mode == MODE_WITHIN
+    # EMIT CHANGES: the (partition, leaf) pairs with an END event at the current time stamp
+    most_leaves = 1
+    if emit:
+        for c in range(len(type_ptr) - 1):
+            k = 0
+            for a in range(type_ptr[c], type_ptr[c + 1]):
+                if leaf_of[type_nodes[a]] >= 0:
+                    k += 1
+            most_leaves = max(most_leaves, k)
+    pend_p = np.empty(longest * most_leaves if emit else 0, np.int64)
+    pend_lf = np.empty(longest * most_leaves if emit else 0, np.int64)
+    n_pend = 0
     for i in range(start, n):
         c = codes[i]
         p = pid[i]
         t = times[i]
-        if mode == MODE_SLIDE and (i == start or times[i - 1] != t):
-            # a new time stamp: its events open at most Rw windows each, every opening emitting Q rows
+        if (mode == MODE_SLIDE or emit) and (i == start or times[i - 1] != t):
+            if n_pend:  # the rows of the previous time stamp's END events (room checked at its start)
+                n_out = _emit_changes(pend_p, pend_lf, n_pend, times[i - 1], w, within, leaf_node, lf_ptr, lf_rows,
+                                      node_kind, first, is_int, C, ctag, mask, FL, ON, out_q, out_p, out_k, out_v, n_out)
+                n_pend = 0
+                if n_out < 0:
+                    return -2, i, 0
+            # a new time stamp: its events open at most Rw windows each, every opening emitting Q rows;
+            # with EMIT CHANGES each event is in one partition, where a query emits once
             e = i + 1
             while e < n and times[e] == t:
                 e += 1
-            if n_out + (e - i) * Rw * Q > cap:
+            if n_out + (e - i) * (Q if emit else Rw * Q) > cap:
                 return 1, i, n_out
         for a in range(start_ptr[c], start_ptr[c + 1] if has_start else start_ptr[c]):  # a negated start's N
             pr = start_pred[a]
@@ -377,6 +465,11 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                     continue  # the node's local predicate rejects this event
             par = parent[node]
             lf = leaf_of[node]
+            if emit and lf >= 0:  # an END event of the leaf's queries: a row after this time stamp
+                pend_p[n_pend] = p
+                pend_lf[n_pend] = lf
+                n_pend += 1
+                lf = -1  # no totals in W
             fn = first[node] if has_start else -1  # loop-invariant flag: no load without a negated start
             if par == 0 and fn >= 0:  # a negated start: the last N strictly before this event
                 last_n = LN[p, fn] if LN[p, fn] < t else PN[p, fn]
@@ -501,9 +594,14 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         if reset_ptr[c + 1] > reset_ptr[c]:
             n_j = _reset_guarded(i, c, p, jcur, jlo if within else jcur - Rp + 1, Rp, use_mask, pm, reset_ptr,
                                  reset_nodes, reset_pred, C, ctag, mask, j_part, j_node, j_slot, j_old, j_reset, n_j,
-                                 within, leaf_of, W, is_int)
+                                 within and not emit, leaf_of, W, is_int)
             if n_j < 0:
                 return -2, i, n_out
+    if n_pend:
+        n_out = _emit_changes(pend_p, pend_lf, n_pend, times[n - 1], w, within, leaf_node, lf_ptr, lf_rows, node_kind,
+                              first, is_int, C, ctag, mask, FL, ON, out_q, out_p, out_k, out_v, n_out)
+        if n_out < 0:
+            return -2, n - 1, 0
     return 0, n, n_out
 
 

@@ -310,7 +310,7 @@ def tiny_streams(n_max: int, times=(0, 1, 3), types="ABC", n_min: int = 0):
 
 # --------------------------------------------------------------------------- workloads (run_many)
 SHARED_WINDOWS = ("", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 3", "WITHIN 2 SLIDE 3", "WITHIN 4 SLIDE 2", "WITHIN 2",
-                  "WITHIN 5")
+                  "WITHIN 5", "WITHIN 3 EMIT CHANGES", "EMIT CHANGES")
 # (RETURN prefix, WHERE items, GROUP-BY clause)
 SHARED_KEYS = (("", (), ""), ("id, ", (), " GROUP-BY id"), ("", ("[id]",), ""), ("x, ", (), " GROUP-BY x"),
                ("v, ", (), " GROUP-BY v"))
@@ -332,7 +332,8 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggr
     the last included, and before the first (a type of the pattern or another; under WITHIN alone
     not both before the first and after the last, which runs on its own path)."""
     window = draw(st.sampled_from(SHARED_WINDOWS))
-    ret, where, key = draw(st.sampled_from(SHARED_KEYS))
+    # EMIT CHANGES shares with partitions that are the groups ([id] alone runs on its own path)
+    ret, where, key = draw(st.sampled_from([k for k in SHARED_KEYS if "EMIT" not in window or not k[1]]))
     n = draw(st.integers(2, 5))
     texts = {}
     for i in range(n):

@@ -104,12 +104,14 @@ def test_shared_executor_equals_run_and_reference(texts, df, sharing, numeric, d
 
 
 @pytest.mark.parametrize("window", ["WITHIN 40 SLIDE 10", "WITHIN 45 SLIDE 10", "WITHIN 70 SLIDE 1",
-                                    "WITHIN 7 SLIDE 20", "WITHIN 40", "WITHIN 400"])
+                                    "WITHIN 7 SLIDE 20", "WITHIN 40", "WITHIN 400", "WITHIN 40 EMIT CHANGES",
+                                    "EMIT CHANGES"])
 def test_shared_executor_on_many_events_and_partitions(window):
     """Ties in several partitions at once, panes of gcd(WITHIN, SLIDE), more than 62 pane slots (no bit
     mask), gaps between windows; under WITHIN alone, ordinal slots that grow past the 62 of the mask
-    (WITHIN 400: about 110 distinct times of a partition within it); the same rows however the input
-    is cut."""
+    (WITHIN 400: about 110 distinct times of a partition within it); EMIT CHANGES with and without
+    WITHIN (not with [id] beyond GROUP-BY: those run on their own path); the same rows however the
+    input is cut."""
     import numpy as np
 
     rng = np.random.default_rng(5)
@@ -124,6 +126,9 @@ def test_shared_executor_on_many_events_and_partitions(window):
     texts["sum1"] = f"RETURN id, SUM(b.x), AVG(a.x) PATTERN SEQ(A a, B b, C c) GROUP-BY id {window}"
     texts["sum2"] = f"RETURN id, SUM(b.x) AS s, COUNT(c) PATTERN SEQ(A a, B b, D c) GROUP-BY id {window}"
     texts["sum3"] = f"RETURN SUM(d.x) PATTERN SEQ(A a, NOT C, B b, D d) WHERE [id] {window}"
+    if "EMIT" in window:
+        texts = {k: v.replace("WHERE [id]", "GROUP-BY id").replace("RETURN ", "RETURN id, ")
+                 for k, v in texts.items()}
     wl = cepvec.workload(texts)
     assert set(wl.plan.shared_queries) == set(texts)
     assert_same(cepvec.run_many(wl, ev), texts, ev)
@@ -182,7 +187,7 @@ def _every_tiny_stream(texts: dict, x=lambda i: i % 2) -> None:
     assert not bad, f"{len(bad)} differ, e.g. {bad[:3]}"
 
 
-@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 2"])
+@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 2", "WITHIN 2 EMIT CHANGES"])
 def test_local_predicates_on_every_tiny_stream(window):
     """A type with and without predicates, two predicates on one type, a type twice."""
     _every_tiny_stream({n: f"{t} {window}".strip() for n, t in PREDICATE_WORKLOAD.items()})
@@ -222,7 +227,8 @@ AGGREGATE_WORKLOAD = {
 }
 
 
-@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 2", "WITHIN 4"])
+@pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 2", "WITHIN 4", "WITHIN 4 EMIT CHANGES",
+                                    "EMIT CHANGES"])
 def test_sums_on_every_tiny_stream(window):
     """SUM / AVG / COUNT / MIN / MAX of a position over shared prefixes (channels of the trie), values
     -1, 0, 1, 2 and null: a type twice, a negation, the first and a later position."""
@@ -231,15 +237,16 @@ def test_sums_on_every_tiny_stream(window):
 
 
 @pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 2", "WITHIN 4 SLIDE 3", "WITHIN 1 SLIDE 2",
-                                    "WITHIN 2", "WITHIN 3", "WITHIN 4"])
+                                    "WITHIN 2", "WITHIN 3", "WITHIN 4", "WITHIN 2 EMIT CHANGES",
+                                    "WITHIN 4 EMIT CHANGES", "EMIT CHANGES"])
 def test_middle_negations_on_every_tiny_stream(window):
     """A negation between two positions: of the next position's type, of the guarded position's own
     type, with a predicate, twice in one pattern; ties (a negated event at the time of a position does
     not lie between); negated ends (with a predicate, a sum, the last position's own type); negated
     starts (the first position's own type, with a predicate, with every other negation; under WITHIN
-    alone not with a negated end, which runs on its own path)."""
+    alone not with a negated end, which runs on its own path); EMIT CHANGES with and without WITHIN."""
     texts = {n: f"{t} {window}".strip() for n, t in NEGATION_WORKLOAD.items()}
-    if window.startswith("WITHIN") and "SLIDE" not in window:
+    if window.startswith("WITHIN") and "SLIDE" not in window and "EMIT" not in window:
         wl = cepvec.workload(texts)
         assert "a negated start and a negated end" in wl.explain()
         del texts["nb_a_nb_a_nb"]

@@ -25,6 +25,9 @@ uniform or Zipf item popularity (``ecommerce_stream``).
   (``negations``: ``Item00`` negated between the first two items, before the
   first or after the last, a third of the queries each); ``run_many``, ``sharing="none"`` and ``cepvec.run`` per query, 120
   queries, uniform items.
+* ``SharingWithin``: the workload under ``WITHIN 20 min`` alone and with
+  ``EMIT CHANGES`` (no SLIDE), uniform and Zipf items, 20 and 120 queries;
+  ``run_many``, ``sharing="none"`` and ``cepvec.run`` per query.
 * ``SharingPredicates``: the same workload with local predicates
   (:func:`with_predicates`: a price threshold from a pool of three on the
   first item of two queries in three, and on the second of one in three), so
@@ -206,37 +209,40 @@ class SharingAggregates(_SharedVariant):
         return with_aggregates(texts) if kind == "sums" else with_negations(texts)
 
 
-def within_alone(texts: dict[str, str]) -> dict[str, str]:
+def within_alone(texts: dict[str, str], emit: bool = False) -> dict[str, str]:
     """The e-commerce queries under ``WITHIN 20 min`` alone (a match spans less than 20 minutes; one row
-    per customer): the executor's start panes are each customer's distinct times within the window."""
-    return {name: text.replace(" SLIDE 1 min", "") for name, text in texts.items()}
+    per customer), or with ``EMIT CHANGES`` (a row per customer at every time one of the query's last
+    items is bought, with the matches of the 20 minutes up to it): the executor's start panes are each
+    customer's distinct times within the window."""
+    return {name: text.replace(" SLIDE 1 min", " EMIT CHANGES" if emit else "") for name, text in texts.items()}
 
 
 class SharingWithin:
     """``run_many``, ``sharing="none"`` and ``cepvec.run`` per query of the e-commerce workload under
-    ``WITHIN 20 min`` alone, uniform and Zipf items (the same run)."""
+    ``WITHIN 20 min`` alone and with ``EMIT CHANGES``, uniform and Zipf items (the same run)."""
 
-    params = [[20, 120], ["uniform", "zipf"]]
-    param_names = ["n_queries", "distribution"]
+    params = [[20, 120], ["uniform", "zipf"], ["within", "emit"]]
+    param_names = ["n_queries", "distribution", "window"]
     timeout = 900
     number = 1
     repeat = 3
 
-    def setup(self, n_queries, distribution):
+    def setup(self, n_queries, distribution, window):
         self.events = events(distribution)
-        self.workload = cepvec.workload(within_alone(ecommerce_workload(n_queries, seed=SEED)))
+        texts = within_alone(ecommerce_workload(n_queries, seed=SEED), emit=window == "emit")
+        self.workload = cepvec.workload(texts)
         assert len(self.workload.plan.shared_queries) == len(self.workload.queries)
         self.queries = list(self.workload.queries.values())
         small = self.events.head(2000)  # compile / load the kernels
         cepvec.run_many(self.workload, small)
         cepvec.run_many(self.workload, small, sharing="none")
 
-    def time_run_many(self, n_queries, distribution):
+    def time_run_many(self, n_queries, distribution, window):
         cepvec.run_many(self.workload, self.events)
 
-    def time_none(self, n_queries, distribution):
+    def time_none(self, n_queries, distribution, window):
         cepvec.run_many(self.workload, self.events, sharing="none")
 
-    def time_per_query(self, n_queries, distribution):
+    def time_per_query(self, n_queries, distribution, window):
         for q in self.queries:
             cepvec.run(q, self.events)

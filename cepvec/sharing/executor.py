@@ -204,8 +204,9 @@ class SharedRun:
         code = {t: c for c, t in enumerate(self.trie.types, start=1)}
         pred = {key: j for j, key in enumerate(self.trie.preds)}
         ends: list[list[tuple[int, int]]] = [[] for _ in range(len(self.trie.types) + 1)]
-        # (under WITHIN alone the leaf's guard does it: the reset takes the removed matches off its total)
-        for qi, name in enumerate(self.names if q0.window.kind != "within" else ()):
+        # (under WITHIN alone and EMIT CHANGES the leaf's guard does it: the reset takes the removed
+        # matches off its total, or out of the counts that EMIT CHANGES reads)
+        for qi, name in enumerate(self.names if q0.window.kind in ("slide", "none") else ()):
             for gt, gk in steps_of(queries[name])[-1][2]:
                 for r in [self.trie.leaf[qi], *self.trie.chan_leaf[qi]]:
                     ends[code[gt]].append((int(self.leaf_of[r]), pred[gk] if gk else -1))
@@ -217,10 +218,18 @@ class SharedRun:
             self.mode, self.w, self.s = K.MODE_SLIDE, int(prep.w), int(prep.s)
             self.g = math.gcd(self.w, self.s)  # pane length: every window is a run of whole panes
             self.Rp, self.Rw = self.w // self.g, max(1, -(-self.w // self.s))
-        elif q0.window.kind == "within":  # start panes are ordinals (distinct times), Rp grows to the live ones
+        elif prep.w is not None:  # WITHIN alone or with EMIT CHANGES: start panes are ordinals (distinct
+            # times), Rp grows to the live ones
             self.mode, self.w, self.s, self.g, self.Rp, self.Rw = K.MODE_WITHIN, int(prep.w), 1, 1, 4, 1
         else:
             self.mode, self.w, self.s, self.g, self.Rp, self.Rw = K.MODE_NONE, 0, 1, 1, 1, 1
+        self.emit = q0.window.kind == "emit"
+        # EMIT CHANGES: per leaf its trie row and its output rows
+        self.leaf_node = np.array(leaves, np.int64)
+        by_leaf = [[r for r, node in enumerate(rows) if self.leaf_of[node] == lf] for lf in range(len(leaves))]
+        self.lf_ptr = np.zeros(len(leaves) + 1, np.int64)
+        self.lf_ptr[1:] = np.cumsum([len(x) for x in by_leaf])
+        self.lf_rows = np.array([r for x in by_leaf for r in x], np.int64)
         self.dtype = np.int64 if numeric == "int64" else np.float64
         schema = prep.df.schema
         self.parts = Partitions(q0, {c: schema[c] for c in q0.partition_by})
@@ -267,6 +276,8 @@ class SharedRun:
             return
         old, old_rp = self.state, self.Rp
         self.Rp = max(need, 2 * old_rp)
+        if need <= K.MASK_BITS < self.Rp:
+            self.Rp = K.MASK_BITS  # keep the bit mask of non-zero slots while it fits
         self._alloc(self.n_part)
         for j in (3, 4, 5, 6, 7, 10):  # arrays without a slot axis
             self.state[j][:] = old[j]
@@ -341,7 +352,8 @@ class SharedRun:
                                             self.parent, self.leaf_of,
                                             self.qleaf,
                                             self.mode, self.w, self.s,
-                                            self.g, self.dtype is np.int64, *self.state, start, *self.out)
+                                            self.g, self.dtype is np.int64, self.emit, self.leaf_node, self.lf_ptr,
+                                            self.lf_rows, *self.state, start, *self.out)
             if n:
                 self.chunks.append(tuple(a[:n].copy() for a in self.out))
             if status == 0:
@@ -359,7 +371,7 @@ class SharedRun:
             self.held = None
         cap = max(1, self.n_part * self.Rw * len(self.qleaf))
         out = self._buffers(cap)
-        n = K.emit_open(*self.state[3:6], self.leaf_of, self.qleaf, *out)
+        n = 0 if self.emit else K.emit_open(*self.state[3:6], self.leaf_of, self.qleaf, *out)
         chunks = self.chunks + [tuple(a[:n] for a in out)]
         qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
         qc = np.array(self.out_rows, np.int64).reshape(-1, 2)
@@ -417,10 +429,14 @@ def runs_shared(q: Query, schema: dict, numeric: str) -> bool:
     """Whether the shared executor runs ``q`` on this input: exact counts (``numeric="int64"``) keep
     sums exact, so SUM / AVG of a non-integer attribute run on the query's own path then; MIN / MAX
     run on order keys in the int64 state, so with ``numeric="float64"`` they run on their own path,
-    and so do MIN / MAX of a column the Numba paths cannot order."""
+    and so do MIN / MAX of a column the Numba paths cannot order, and under EMIT CHANGES a SUM / AVG of
+    a non-integer attribute (its row adds the start panes' sums in another order than the query's own
+    path: the frames of ``run_many`` and ``cepvec.run`` stay equal to the last bit)."""
     minmax = [a for a in q.aggs if a.func in ("MIN", "MAX")]
     if minmax and (numeric != "int64" or not all(orderable(schema[a.attr]) for a in minmax)):
         return False
-    if numeric != "int64":
+    if numeric != "int64" and q.window.kind != "emit":
         return True
+    # a float sum is exact nowhere; under EMIT CHANGES the executor adds a row's ordinals in another
+    # order than the query's own path, so the last bits could differ: those run on their own path
     return all(schema[a.attr].is_integer() for a in q.aggs if a.func in ("SUM", "AVG"))

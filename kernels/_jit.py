@@ -18,3 +18,8 @@ jit = numba.njit(cache=True, nogil=True)
 # itself). LLVM-level inlining costs little compile time, unlike Numba's
 # IR-level ``inline="always"`` (35 s on the kernels); keep these helpers small.
 jit_inline = numba.njit(cache=True, nogil=True, forceinline=True)
+
+#: Below this many elements, small helper steps (a minimum and maximum, ordering ties or output rows)
+#: run in NumPy instead of their Numba kernels: as fast at that size, and a first run on a cold cache
+#: does not compile them. Tests set it to 0 to run the kernels on small inputs too.
+NUMPY_BELOW = 1 << 14

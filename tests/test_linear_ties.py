@@ -14,10 +14,15 @@ import sys
 import textwrap
 
 import numpy as np
+import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
-from cepvec.kernels import linear as K
+import cepvec
+from cepvec.kernels import _jit, linear as K
+from cepvec.paths.linear.run import _order_ties_numpy
 from tests.strategies import examples
 
 # programs as (triplets (dst, src, wk), reset rows, is_end)
@@ -72,6 +77,7 @@ def test_flags_carry_the_rank():
        st.lists(st.integers(1, 80), max_size=3))
 def test_order_ties_sorts_each_tie_by_rank_stably(events, cuts):
     _check_order_ties(events, cuts)
+    _check_order_ties(events, cuts, kernel=False)
 
 
 def test_order_ties_long_runs():
@@ -81,9 +87,27 @@ def test_order_ties_long_runs():
     events = [(g, int(p)) for g, p in zip(gaps, rng.integers(0, 4, len(gaps)))]
     _check_order_ties(events, [])
     _check_order_ties(events, [20, 60])
+    _check_order_ties(events, [20, 60], kernel=False)
 
 
-def _check_order_ties(events, cuts):
+@pytest.mark.parametrize("numpy_below", [0, 1 << 40])
+def test_small_input_helpers_in_numpy_and_numba_agree(numpy_below, monkeypatch):
+    """Below ``NUMPY_BELOW`` elements the tie order, the key range of the partition ids and the output
+    order run in NumPy (no compile on a cold cache); 0 runs the kernels on the same small input:
+    both give the reference engine's rows."""
+    monkeypatch.setattr(_jit, "NUMPY_BELOW", numpy_below)
+    rng = np.random.default_rng(3)
+    n = 400
+    df = pl.DataFrame({"type": rng.choice(list("ABCD"), n), "time": np.sort(rng.integers(0, n // 4, n)),
+                       "id": rng.integers(0, 6, n), "x": rng.integers(-3, 4, n)})
+    for q in ["RETURN id, COUNT(*), SUM(B.x) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 12",
+              "RETURN id, COUNT(*) PATTERN SEQ(A, NOT D, B) WHERE [id] GROUP-BY id WITHIN 8 SLIDE 4",
+              "RETURN COUNT(*) PATTERN SEQ(A, B, C) WITHIN 6 EMIT CHANGES"]:
+        want = cepvec.run(q, df[:120], engine="reference")
+        assert_frame_equal(cepvec.run(q, df[:120]), want, check_exact=True)
+
+
+def _check_order_ties(events, cuts, kernel: bool = True):
     progs = [_A, _B, _C, _NOT_A]
     PT = K.pack_programs(progs, np.array([3]))
     rank = np.array([PT[PT[p]] >> K.TIE_SHIFT for p in range(len(progs))])
@@ -95,7 +119,9 @@ def _check_order_ties(events, cuts):
     seg_lo = np.array(bounds[:-1], np.int64)
     seg_hi = np.array(bounds[1:], np.int64)
     p2, w2 = prog.copy(), w.copy()
-    if K.order_ties(seg_lo, seg_hi, t, p2, w2, PT):
+    if not kernel:  # the NumPy version the linear path takes for few events
+        _order_ties_numpy(seg_lo, seg_hi, t, p2, w2, PT)
+    elif K.order_ties(seg_lo, seg_hi, t, p2, w2, PT):
         K.order_long_ties(seg_lo, seg_hi, t, p2, w2, PT)
     for lo, hi in zip(seg_lo, seg_hi):
         for tv in np.unique(t[lo:hi]):

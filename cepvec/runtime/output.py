@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.errors import CepvecOverflowError
+from cepvec.kernels import _jit
 from cepvec.kernels.linear import rank_histogram, rank_place
 from cepvec.plan.ir import Query
 from cepvec.runtime import threads
@@ -99,6 +100,8 @@ def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) ->
     sort when every partition's keys arrive rising (the rows cut in one range per thread:
     histograms, then placement), else a full sort."""
     n, n_ranks = len(pid), len(rank_of_pid)
+    if n < _jit.NUMPY_BELOW:  # few rows: a NumPy sort
+        return np.lexsort((key, rank_of_pid[pid])), np.bincount(rank_of_pid[pid], minlength=n_ranks)
     k = max(1, min(threads.n_threads(), n // threads.MIN_EVENTS_PER_THREAD))
     cuts = np.linspace(0, n, k + 1).astype(np.int64)
     jobs = [(int(a), int(b), j) for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from cepvec.kernels import _jit
 from cepvec.kernels.keys import dense_ids, dense_ids_direct, min_max, renumber_new
 from cepvec.runtime import threads
 
@@ -74,7 +75,10 @@ class Partitions:
         c = self.int_key
         vals = col.cast(pl.Int64).to_numpy()
         n0 = len(self.keys)
-        vmin, vmax = (int(v) for v in min_max(vals))
+        if len(vals) < _jit.NUMPY_BELOW:
+            vmin, vmax = (int(vals.min()), int(vals.max())) if len(vals) else (0, -1)
+        else:
+            vmin, vmax = (int(v) for v in min_max(vals))
         if vmax - vmin < min(1 << 20, 8 * len(vals) + 1024):
             # small key range: a direct table (the hash table is rebuilt when next needed)
             direct = np.full(vmax - vmin + 1, -1, np.int64)

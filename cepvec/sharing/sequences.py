@@ -162,12 +162,12 @@ def executor_support(q: Query) -> str | None:
     if why is not None:
         return why
     if q.window.kind == "emit" and q.partition_by != q.group_by:
-        return ("EMIT CHANGES with equivalence attributes beyond GROUP-BY (a group's row at an END time adds "
-                "up partitions that had no END event then)")
+        return ("EMIT CHANGES with equivalence attributes beyond GROUP-BY, whose row at an END time adds up "
+                "partitions that had no END event then")
     seq = _sequence(q)
     if q.window.kind == "within" and seq and seq[2] and seq[1].get(seq[0][-1]):
-        return ("a negated start and a negated end under WITHIN alone (the end's reset would take back "
-                "matches the start kept out of the total)")
+        return ("a negated start and a negated end under WITHIN alone, where the end's reset would take back "
+                "matches the start kept out of the total")
     if q.window.kind == "slide":
         (w, wu), (sl, su) = _duration(q.window.within), _duration(q.window.slide)
         panes = w / _gcd(w, sl) if wu == su else None

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from cepvec.errors import CepvecDataError
 from cepvec.runtime.prepare import Prepared
-from cepvec.kernels import linear as K
+from cepvec.kernels import _jit, linear as K
 from cepvec.runtime.output import build_output_frame, overflow_error
 from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
@@ -444,9 +444,11 @@ class LinearStream(Partitions):
 
         def run(r):
             a, b = r
-            if self.order_ties and b > a and _has_ties(ev_t[seg_lo[a]:seg_hi[b - 1]]) and \
-                    K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
-                K.order_long_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
+            if self.order_ties and b > a and _has_ties(ev_t[seg_lo[a]:seg_hi[b - 1]]):
+                if seg_hi[b - 1] - seg_lo[a] < _jit.NUMPY_BELOW:
+                    _order_ties_numpy(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
+                elif K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
+                    K.order_long_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
             e = np.zeros(3, np.int64)
             return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
                                   emit_lo[a:b], emit_hi[a:b], *tail, e), e
@@ -550,6 +552,17 @@ class LinearRun:
             st.finish()
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
+
+
+def _order_ties_numpy(seg_lo, seg_hi, ev_t, ev_prog, ev_w, PT) -> None:
+    """:func:`cepvec.kernels.linear.order_ties` in NumPy, for few events: every run of equal times of
+    every segment sorted by tie rank, stably and in place (a stable sort by segment, time, rank)."""
+    idx = np.concatenate([np.arange(lo, hi) for lo, hi in zip(seg_lo, seg_hi)] + [np.zeros(0, np.int64)])
+    seg = np.repeat(np.arange(len(seg_lo)), seg_hi - seg_lo)
+    rank = PT[PT[ev_prog[idx]]] >> K.TIE_SHIFT
+    order = idx[np.lexsort((rank, ev_t[idx], seg))]
+    ev_prog[idx] = ev_prog[order]
+    ev_w[idx] = ev_w[order]
 
 
 def _has_ties(t: np.ndarray) -> bool:

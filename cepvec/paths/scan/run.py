@@ -151,12 +151,12 @@ class ScanRun:
         if not self.incremental:
             self.frames.append(df)
             return
-        # with threads, the batch's halves are encoded side by side; the partition ids are taken
-        # in input order, and the first half's pieces scan while the second's ids are taken
+        # with threads, the batch's halves are encoded side by side and their partition ids taken in
+        # input order before any piece scans (this thread then only hands pieces to the pool)
         halves = 2 if threads.n_threads() > 1 and len(df) >= threads.MIN_EVENTS_PER_THREAD else 1
         cuts = np.linspace(0, len(df), halves + 1).astype(np.int64)
-        for part in threads.map_threads(self._events, [df[int(a):int(b)] for a, b in zip(cuts[:-1], cuts[1:])]):
-            part = self._with_ids(part)
+        parts = threads.map_threads(self._events, [df[int(a):int(b)] for a, b in zip(cuts[:-1], cuts[1:])])
+        for part in [self._with_ids(p) for p in parts]:
             for c, d in self._pieces(len(part)):
                 self._push_piece(part[c:d])
 

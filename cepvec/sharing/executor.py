@@ -2,8 +2,8 @@
 
 Every query the executor runs (:func:`executor_support`) is a fixed-length
 ``SEQ`` of event types with ``COUNT(*)``, under ``WITHIN ... SLIDE``, ``WITHIN``
-alone (start panes are each partition's distinct times within the window) or no
-window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions), local
+alone (start panes are each partition's distinct times within the window),
+``EMIT CHANGES`` (rows read off the leaves at END times) or no window, with GROUP-BY and equivalence predicates ``[attr]`` (partitions), local
 predicates (``WHERE A.price > 10``), negations of one event type (``SEQ(A, NOT N, B)``,
 ``SEQ(A, B, NOT N)``, ``SEQ(NOT N, A, B)``) and SUM / AVG / COUNT / MIN / MAX of a position. The queries of the class become one trie of
 prefixes (A-Seq section 4's prefix sharing) whose symbols are (event type, local
@@ -242,6 +242,8 @@ class SharedRun:
         self.view_hash = view_hash(words) if all(x is not None for x in words) else None
 
     def _alloc(self, n_part: int):
+        """``self.state``, in the order of :func:`cepvec.kernels.sharing.run_shared`'s state arguments
+        (the ``_C`` ... ``_ON`` indices below)."""
         n_leaf = int(self.leaf_of.max()) + 1
         self.state = [np.zeros((n_part, self.trie.size, self.Rp), self.dtype),  # C: counts by start pane
                       np.full((n_part, self.trie.size, self.Rp), K.NO_TAG, np.int64),  # ctag
@@ -257,7 +259,7 @@ class SharedRun:
 
     @property
     def n_part(self) -> int:
-        return len(self.state[0])
+        return len(self.state[_C])
 
     def _grow(self, n_part: int):
         old = self.state
@@ -271,7 +273,7 @@ class SharedRun:
         order, seg = partition_order(pid, self.n_part)
         seg_pid = np.flatnonzero(np.diff(seg)).astype(np.int64)
         seg_ptr = np.append(seg[seg_pid], len(order)).astype(np.int64)
-        need = K.ordinals_needed(order, seg_ptr, seg_pid, times, self.w, self.state[10], self.state[9], self.Rp)
+        need = K.ordinals_needed(order, seg_ptr, seg_pid, times, self.w, self.state[_ON], self.state[_OT], self.Rp)
         if need <= self.Rp:
             return
         old, old_rp = self.state, self.Rp
@@ -279,10 +281,11 @@ class SharedRun:
         if need <= K.MASK_BITS < self.Rp:
             self.Rp = K.MASK_BITS  # keep the bit mask of non-zero slots while it fits
         self._alloc(self.n_part)
-        for j in (3, 4, 5, 6, 7, 10):  # arrays without a slot axis
+        for j in (_W, _WTAG, _SLOT_K, _LN, _PN, _ON):  # arrays without a slot axis
             self.state[j][:] = old[j]
-        C, ctag, mask, *_rest = self.state
-        K.relayout(old[10], old_rp, old[0], old[1], old[8], old[9], C, ctag, self.state[8], self.state[9], mask)
+        new = self.state
+        K.relayout(old[_ON], old_rp, old[_C], old[_CTAG], old[_FL], old[_OT], new[_C], new[_CTAG], new[_FL], new[_OT],
+                   new[_MASK])
 
     def _buffers(self, cap: int):
         return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
@@ -371,7 +374,7 @@ class SharedRun:
             self.held = None
         cap = max(1, self.n_part * self.Rw * len(self.qleaf))
         out = self._buffers(cap)
-        n = 0 if self.emit else K.emit_open(*self.state[3:6], self.leaf_of, self.qleaf, *out)
+        n = 0 if self.emit else K.emit_open(*self.state[_W:_SLOT_K + 1], self.leaf_of, self.qleaf, *out)
         chunks = self.chunks + [tuple(a[:n] for a in out)]
         qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
         qc = np.array(self.out_rows, np.int64).reshape(-1, 2)
@@ -421,6 +424,11 @@ class SharedRun:
                                            part["__key"].to_numpy(), vals)
         return frames
 
+
+#: positions in ``SharedRun.state``: counts, their tags, the mask of non-zero slots; window totals,
+#: their tags, the window of each slot; last N times (negated start), the one before, the last N of a
+#: slot; the time of each ordinal slot, and (last ordinal, its time, oldest live ordinal) (WITHIN alone)
+_C, _CTAG, _MASK, _W, _WTAG, _SLOT_K, _LN, _PN, _FL, _OT, _ON = range(11)
 
 _KINDS = {"sum": K.KIND_SUM, "nonnull": K.KIND_COUNT, "min": K.KIND_MAX, "max": K.KIND_MAX}
 

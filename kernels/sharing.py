@@ -98,20 +98,13 @@ def _emit_changes(pend_p, pend_lf, n_pend, t, w, within, leaf_node, lf_ptr, lf_r
                   ctag, mask, FL, ON, out_q, out_p, out_k, out_v, n_out):
     """EMIT CHANGES at time ``t``: per (partition, leaf) with an END event at ``t``, the matches in
     ``(t - w, t]`` (the leaf's counts of the live ordinals; without WITHIN, of the one pane) as a row
-    of every output row of that leaf (once per time stamp). A match whose first event has its last
+    of every output row of that leaf (each pair is recorded once per time stamp). A match whose first event has its last
     N (a negated start) after ``t - w`` is left out (the slots of ``mask`` only, when it is kept).
     Returns the new row count, -1 on an int64 overflow."""
     Rp = C.shape[2]
     use_mask = Rp <= MASK_BITS
     for x in range(n_pend):
         p, lf = pend_p[x], pend_lf[x]
-        dup = False
-        for y in range(x):
-            if pend_p[y] == p and pend_lf[y] == lf:
-                dup = True
-                break
-        if dup:
-            continue
         node = leaf_node[lf]
         kind = node_kind[node]
         fn = first[node]
@@ -316,7 +309,8 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     leaf takes (type and predicate) is an END event of the leaf's queries; after its time stamp
     (:func:`_emit_changes`) every output row of that leaf (``lf_rows[lf_ptr[lf]:lf_ptr[lf + 1]]``)
     gets a row (key: the time) with the leaf's matches in ``(t - w, t]``: its counts by live
-    ordinal (``leaf_node[lf]``: the leaf's trie row). No totals in ``W``; a negated end is a guard of
+    ordinal (``leaf_node[lf]``: the leaf's trie row). No totals in ``W`` (``wtag[p, lf, 0]`` holds the
+    last time the pair was recorded); a negated end is a guard of
     the leaf (its reset removes the matches an N after them ends), a negated start is read at
     emission (the last N before the first event at or before ``t - w``).
 
@@ -466,9 +460,11 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
             par = parent[node]
             lf = leaf_of[node]
             if emit and lf >= 0:  # an END event of the leaf's queries: a row after this time stamp
-                pend_p[n_pend] = p
-                pend_lf[n_pend] = lf
-                n_pend += 1
+                if wtag[p, lf, 0] != t:  # (no window totals under EMIT CHANGES: the tag holds the last
+                    wtag[p, lf, 0] = t   # time the pair was recorded)
+                    pend_p[n_pend] = p
+                    pend_lf[n_pend] = lf
+                    n_pend += 1
                 lf = -1  # no totals in W
             fn = first[node] if has_start else -1  # loop-invariant flag: no load without a negated start
             if par == 0 and fn >= 0:  # a negated start: the last N strictly before this event

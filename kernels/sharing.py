@@ -95,55 +95,75 @@ def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n
 
 @jit
 def _emit_changes(pend_p, pend_lf, n_pend, t, w, within, leaf_node, lf_ptr, lf_rows, node_kind, first, is_int, C,
-                  ctag, mask, FL, ON, out_q, out_p, out_k, out_v, n_out):
-    """EMIT CHANGES at time ``t``: per (partition, leaf) with an END event at ``t``, the matches in
-    ``(t - w, t]`` (the leaf's counts of the live ordinals; without WITHIN, of the one pane) as a row
-    of every output row of that leaf (each pair is recorded once per time stamp). A match whose first event has its last
-    N (a negated start) after ``t - w`` is left out (the slots of ``mask`` only, when it is kept).
-    Returns the new row count, -1 on an int64 overflow."""
+                  ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v, n_out):
+    """EMIT CHANGES at time ``t``: per (group, leaf) with an END event at ``t`` (each pair is recorded
+    once per time stamp), for every partition of the group (``grp_parts[grp_ptr[g]:grp_ptr[g + 1]]``)
+    the matches in ``(t - w, t]`` (the leaf's counts of the ordinals after ``t - w``; without WITHIN,
+    of the one pane) as a row of every output row of that leaf (the caller adds up the partitions
+    of a group). A match whose first event has its last N (a negated start) after ``t - w`` is left
+    out. Only the slots of ``mask`` are read when it is kept. Returns the new row count, -1 on an
+    int64 overflow."""
     Rp = C.shape[2]
     use_mask = Rp <= MASK_BITS
     for x in range(n_pend):
-        p, lf = pend_p[x], pend_lf[x]
-        node = leaf_node[lf]
-        kind = node_kind[node]
-        fn = first[node]
-        signed = is_int and kind == KIND_SUM
-        lo, hi = (ON[p, 2], ON[p, 0]) if within else (0, 0)
-        tot = C.dtype.type(0)
-        todo = mask[p, node] if use_mask else 0
-        j = lo - 1
-        while True:
-            if use_mask:  # the slots of the mask's bits (a dead slot's bit is cleared)
-                if todo == 0:
-                    break
-                low = todo & -todo
-                todo ^= low
-                b = _DEBRUIJN[((low * _DEBRUIJN_MUL) >> 58) & 63]
-                j = hi - (hi - b) % Rp
-                if j < lo or ctag[p, node, b] != j:
-                    mask[p, node] &= ~low
-                    continue
-            else:
-                j += 1
-                if j > hi:
-                    break
-                b = j % Rp
-                if ctag[p, node, b] != j:
-                    continue
-            if fn >= 0 and within and FL[p, fn, b] != NO_TAG and FL[p, fn, b] > t - w:
-                continue  # an N after t - w before the first event
-            tot, o1 = _combine(kind, signed, is_int, tot, C[p, node, b])
-            if o1:
+        for gp in range(grp_ptr[pend_p[x]], grp_ptr[pend_p[x] + 1]):
+            n_out = _emit_leaf(grp_parts[gp], pend_lf[x], t, w, within, use_mask, leaf_node, lf_ptr, lf_rows,
+                               node_kind, first, is_int, C, ctag, mask, FL, OT, ON, out_q, out_p, out_k, out_v,
+                               n_out)
+            if n_out < 0:
                 return -1
-        if tot == 0:
-            continue
-        for a in range(lf_ptr[lf], lf_ptr[lf + 1]):
-            out_q[n_out] = lf_rows[a]
-            out_p[n_out] = p
-            out_k[n_out] = t
-            out_v[n_out] = tot
-            n_out += 1
+    return n_out
+
+
+@jit_inline
+def _emit_leaf(p, lf, t, w, within, use_mask, leaf_node, lf_ptr, lf_rows, node_kind, first, is_int, C, ctag, mask,
+               FL, OT, ON, out_q, out_p, out_k, out_v, n_out):
+    """The rows of leaf ``lf`` in partition ``p`` at time ``t`` (:func:`_emit_changes`)."""
+    Rp = C.shape[2]
+    node = leaf_node[lf]
+    kind = node_kind[node]
+    fn = first[node]
+    signed = is_int and kind == KIND_SUM
+    lo, hi = (ON[p, 2], ON[p, 0]) if within else (0, 0)
+    if hi < 0:
+        return n_out  # no event of this partition yet
+    if within:  # the partition's oldest live ordinal as of t (its last event may be earlier)
+        while lo <= hi and OT[p, lo % Rp] <= t - w:
+            lo += 1
+    tot = C.dtype.type(0)
+    todo = mask[p, node] if use_mask else 0
+    j = lo - 1
+    while True:
+        if use_mask:  # the slots of the mask's bits (a dead slot's bit is cleared)
+            if todo == 0:
+                break
+            low = todo & -todo
+            todo ^= low
+            b = _DEBRUIJN[((low * _DEBRUIJN_MUL) >> 58) & 63]
+            j = hi - (hi - b) % Rp
+            if j < lo or ctag[p, node, b] != j:
+                mask[p, node] &= ~low
+                continue
+        else:
+            j += 1
+            if j > hi:
+                break
+            b = j % Rp
+            if ctag[p, node, b] != j:
+                continue
+        if fn >= 0 and within and FL[p, fn, b] != NO_TAG and FL[p, fn, b] > t - w:
+            continue  # an N after t - w before the first event
+        tot, o1 = _combine(kind, signed, is_int, tot, C[p, node, b])
+        if o1:
+            return -1
+    if tot == 0:
+        return n_out
+    for a in range(lf_ptr[lf], lf_ptr[lf + 1]):
+        out_q[n_out] = lf_rows[a]
+        out_p[n_out] = p
+        out_k[n_out] = t
+        out_v[n_out] = tot
+        n_out += 1
     return n_out
 
 
@@ -260,8 +280,8 @@ def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wta
 @jit
 def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
                reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first, parent, leaf_of,
-               qleaf, mode, w, s, g, is_int, emit, leaf_node, lf_ptr, lf_rows, C, ctag, mask, W, wtag, slot_k, LN, PN,
-               FL, OT, ON, start, out_q, out_p, out_k, out_v):
+               qleaf, mode, w, s, g, is_int, emit, leaf_node, lf_ptr, lf_rows, gid, grp_ptr, grp_parts, C, ctag, mask, W,
+               wtag, slot_k, LN, PN, FL, OT, ON, start, out_q, out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);
@@ -310,7 +330,9 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     (:func:`_emit_changes`) every output row of that leaf (``lf_rows[lf_ptr[lf]:lf_ptr[lf + 1]]``)
     gets a row (key: the time) with the leaf's matches in ``(t - w, t]``: its counts by live
     ordinal (``leaf_node[lf]``: the leaf's trie row). No totals in ``W`` (``wtag[p, lf, 0]`` holds the
-    last time the pair was recorded); a negated end is a guard of
+    last time the pair was recorded); with equivalence attributes beyond GROUP-BY an END event
+    records its group (``gid[p]``), and every partition of the group gets its row (``grp_ptr`` /
+    ``grp_parts``: the partitions of each group; the caller adds them up); a negated end is a guard of
     the leaf (its reset removes the matches an N after them ends), a negated start is read at
     emission (the last N before the first event at or before ``t - w``).
 
@@ -379,6 +401,9 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 if leaf_of[type_nodes[a]] >= 0:
                     k += 1
             most_leaves = max(most_leaves, k)
+    most_parts = 1  # most partitions of a group (EMIT CHANGES: an END event gives each of them a row)
+    for gr in range(len(grp_ptr) - 1):
+        most_parts = max(most_parts, grp_ptr[gr + 1] - grp_ptr[gr])
     pend_p = np.empty(longest * most_leaves if emit else 0, np.int64)
     pend_lf = np.empty(longest * most_leaves if emit else 0, np.int64)
     n_pend = 0
@@ -389,16 +414,17 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         if (mode == MODE_SLIDE or emit) and (i == start or times[i - 1] != t):
             if n_pend:  # the rows of the previous time stamp's END events (room checked at its start)
                 n_out = _emit_changes(pend_p, pend_lf, n_pend, times[i - 1], w, within, leaf_node, lf_ptr, lf_rows,
-                                      node_kind, first, is_int, C, ctag, mask, FL, ON, out_q, out_p, out_k, out_v, n_out)
+                                      node_kind, first, is_int, C, ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v,
+                                      n_out)
                 n_pend = 0
                 if n_out < 0:
                     return -2, i, 0
             # a new time stamp: its events open at most Rw windows each, every opening emitting Q rows;
-            # with EMIT CHANGES each event is in one partition, where a query emits once
+            # with EMIT CHANGES an event gives each query a row in each partition of its group
             e = i + 1
             while e < n and times[e] == t:
                 e += 1
-            if n_out + (e - i) * (Q if emit else Rw * Q) > cap:
+            if n_out + (e - i) * (Q * most_parts if emit else Rw * Q) > cap:
                 return 1, i, n_out
         for a in range(start_ptr[c], start_ptr[c + 1] if has_start else start_ptr[c]):  # a negated start's N
             pr = start_pred[a]
@@ -459,10 +485,11 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                     continue  # the node's local predicate rejects this event
             par = parent[node]
             lf = leaf_of[node]
-            if emit and lf >= 0:  # an END event of the leaf's queries: a row after this time stamp
-                if wtag[p, lf, 0] != t:  # (no window totals under EMIT CHANGES: the tag holds the last
-                    wtag[p, lf, 0] = t   # time the pair was recorded)
-                    pend_p[n_pend] = p
+            if emit and lf >= 0:  # an END event of the leaf's queries: rows of its group after this time stamp
+                gr = gid[p]
+                if wtag[gr, lf, 0] != t:  # (no window totals under EMIT CHANGES: the tag holds the last
+                    wtag[gr, lf, 0] = t   # time the pair was recorded)
+                    pend_p[n_pend] = gr
                     pend_lf[n_pend] = lf
                     n_pend += 1
                 lf = -1  # no totals in W
@@ -595,7 +622,8 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 return -2, i, n_out
     if n_pend:
         n_out = _emit_changes(pend_p, pend_lf, n_pend, times[n - 1], w, within, leaf_node, lf_ptr, lf_rows, node_kind,
-                              first, is_int, C, ctag, mask, FL, ON, out_q, out_p, out_k, out_v, n_out)
+                              first, is_int, C, ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v,
+                              n_out)
         if n_out < 0:
             return -2, n - 1, 0
     return 0, n, n_out

@@ -332,8 +332,7 @@ def shared_workloads(draw, predicates: bool = True, negations: bool = True, aggr
     the last included, and before the first (a type of the pattern or another; under WITHIN alone
     not both before the first and after the last, which runs on its own path)."""
     window = draw(st.sampled_from(SHARED_WINDOWS))
-    # EMIT CHANGES shares with partitions that are the groups ([id] alone runs on its own path)
-    ret, where, key = draw(st.sampled_from([k for k in SHARED_KEYS if "EMIT" not in window or not k[1]]))
+    ret, where, key = draw(st.sampled_from(SHARED_KEYS))
     n = draw(st.integers(2, 5))
     texts = {}
     for i in range(n):

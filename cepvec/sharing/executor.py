@@ -233,6 +233,7 @@ class SharedRun:
         self.dtype = np.int64 if numeric == "int64" else np.float64
         schema = prep.df.schema
         self.parts = Partitions(q0, {c: schema[c] for c in q0.partition_by})
+        self._group_arrays = None
         self._alloc(0)
         self.cap = 1 << 14
         self.out = self._buffers(self.cap)
@@ -286,6 +287,31 @@ class SharedRun:
         new = self.state
         K.relayout(old[_ON], old_rp, old[_C], old[_CTAG], old[_FL], old[_OT], new[_C], new[_CTAG], new[_FL], new[_OT],
                    new[_MASK])
+
+    def _groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """EMIT CHANGES: the group of every partition and the partitions of every group (CSR), for the
+        rows an END event gives every partition of its group (recomputed when partitions appear)."""
+        n = self.n_part
+        if self._group_arrays is not None and self._group_arrays[0] == (n, len(self.parts.keys)):
+            return self._group_arrays[1]
+        q0 = self.q0
+        if not self.emit or q0.partition_by == q0.group_by:
+            ids = np.arange(n, dtype=np.int64)
+            arrays = (ids, np.arange(n + 1, dtype=np.int64), ids)
+        else:
+            gf = self.parts.group_frame()
+            pids = gf["__pid"].to_numpy().astype(np.int64)
+            gid = np.zeros(n, np.int64)
+            if q0.group_by:  # (group_by: nulls and NaN each one group, as the output's sums group them)
+                g = (gf.with_row_index("__r").group_by(list(q0.group_by), maintain_order=True).agg("__r")
+                     .with_row_index("__g").select("__g", "__r").explode("__r"))
+                gid[pids[g["__r"].to_numpy()]] = g["__g"].to_numpy().astype(np.int64)
+            order = pids[np.argsort(gid[pids], kind="stable")]
+            ptr = np.zeros(int(gid.max()) + 2, np.int64)
+            np.add.at(ptr, gid[pids] + 1, 1)
+            arrays = (gid, np.cumsum(ptr), order)
+        self._group_arrays = ((n, len(self.parts.keys)), arrays)
+        return arrays
 
     def _buffers(self, cap: int):
         return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
@@ -341,8 +367,9 @@ class SharedRun:
     def _run(self, pid, times, codes, pm, ew):
         if not len(times):
             return
-        if int(pid.max()) >= self.n_part:
-            self._grow(int(pid.max()) + 1)
+        need = max(int(pid.max()) + 1, len(self.parts.keys))  # (keys of held-back events too: EMIT's groups)
+        if need > self.n_part:
+            self._grow(need)
         if self.mode == K.MODE_WITHIN:
             self._ordinals(pid, times)
         start = 0
@@ -356,7 +383,7 @@ class SharedRun:
                                             self.qleaf,
                                             self.mode, self.w, self.s,
                                             self.g, self.dtype is np.int64, self.emit, self.leaf_node, self.lf_ptr,
-                                            self.lf_rows, *self.state, start, *self.out)
+                                            self.lf_rows, *self._groups(), *self.state, start, *self.out)
             if n:
                 self.chunks.append(tuple(a[:n].copy() for a in self.out))
             if status == 0:
@@ -393,20 +420,28 @@ class SharedRun:
         vcols = ["__v0"] + [f"__c{j}" for j in range(n_ch)]
         # a column holds order keys (MIN / MAX) for a query when its channel j is one: those combine by
         # the larger unsigned key, the others add (every query of a class reads its own channels)
-        keyed = {f"__c{j}" for qi in range(len(self.names)) for j, k in enumerate(self.chan_kinds[qi])
-                 if k == K.KIND_MAX}
+        # per channel column, the queries whose channel there is an order key (MIN / MAX): the larger key
+        # combines their partitions; the other queries' channels in that column add up
+        keyed = {f"__c{j}": [qi for qi, kinds in enumerate(self.chan_kinds) if j < len(kinds) and kinds[j] == K.KIND_MAX]
+                 for j in range(n_ch)}
+        keyed = {c: qs for c, qs in keyed.items() if qs}
         q0 = self.q0  # every query of the class has its GROUP-BY and partitions
         if q0.group_by:
             base = base.join(self.parts.group_frame(), on="__pid", how="left")
         by = ["__q", *q0.group_by, "__key"]
         if q0.partition_by != q0.group_by and len(base):
-            added = [c for c in vcols if c not in keyed]
-            if self.dtype is np.int64 and sums_overflow(base, by, added):
+            sums = base.with_columns([pl.when(pl.col("__q").is_in(qs)).then(0).otherwise(pl.col(c)).alias(c)
+                                      for c, qs in keyed.items()])
+            if self.dtype is np.int64 and sums_overflow(sums, by, vcols):
                 first = int(base["__q"][0])
                 raise overflow_error(self.queries[self.names[first]], "when adding up the partitions of a group")
-            base = base.group_by(by).agg(
-                [pl.col(c).reinterpret(signed=False).max().reinterpret(signed=True) if c in keyed
-                 else pl.col(c).sum() for c in vcols])
+            aggs = [pl.col(c).sum() if c not in keyed else
+                    pl.when(pl.col("__q").is_in(keyed[c])).then(0).otherwise(pl.col(c)).sum().alias(c) for c in vcols]
+            aggs += [pl.col(c).reinterpret(signed=False).max().reinterpret(signed=True).alias(c + "__max")
+                     for c in keyed]
+            base = base.group_by(by).agg(aggs)
+            base = base.with_columns([pl.when(pl.col("__q").is_in(qs)).then(pl.col(c + "__max")).otherwise(pl.col(c))
+                                      .alias(c) for c, qs in keyed.items()]).drop([c + "__max" for c in keyed])
         base = base.sort(by, nulls_last=True)
         bounds = np.searchsorted(base["__q"].to_numpy(), np.arange(len(self.names) + 1))
         frames = {}

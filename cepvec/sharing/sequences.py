@@ -161,9 +161,6 @@ def executor_support(q: Query) -> str | None:
     why = why_not_sharable(q)
     if why is not None:
         return why
-    if q.window.kind == "emit" and q.partition_by != q.group_by:
-        return ("EMIT CHANGES with equivalence attributes beyond GROUP-BY, whose row at an END time adds up "
-                "partitions that had no END event then")
     seq = _sequence(q)
     if q.window.kind == "within" and seq and seq[2] and seq[1].get(seq[0][-1]):
         return ("a negated start and a negated end under WITHIN alone, where the end's reset would take back "

@@ -97,40 +97,52 @@ def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n
 def _emit_changes(pend_p, pend_lf, n_pend, t, w, within, leaf_node, lf_ptr, lf_rows, node_kind, first, is_int, C,
                   ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v, n_out):
     """EMIT CHANGES at time ``t``: per (group, leaf) with an END event at ``t`` (each pair is recorded
-    once per time stamp), for every partition of the group (``grp_parts[grp_ptr[g]:grp_ptr[g + 1]]``)
-    the matches in ``(t - w, t]`` (the leaf's counts of the ordinals after ``t - w``; without WITHIN,
-    of the one pane) as a row of every output row of that leaf (the caller adds up the partitions
-    of a group). A match whose first event has its last N (a negated start) after ``t - w`` is left
-    out. Only the slots of ``mask`` are read when it is kept. Returns the new row count, -1 on an
-    int64 overflow."""
-    Rp = C.shape[2]
-    use_mask = Rp <= MASK_BITS
+    once per time stamp), the matches in ``(t - w, t]`` of every partition of the group
+    (``grp_parts[grp_ptr[g]:grp_ptr[g + 1]]``; a leaf's counts of the ordinals after ``t - w``, without
+    WITHIN of the one pane), combined as the row's kind combines (sums; the larger key of MIN / MAX),
+    as a row of every output row of that leaf under the group's first partition. A match whose first
+    event has its last N (a negated start) after ``t - w`` is left out. Only the slots of ``mask``
+    are read when it is kept. Returns the new row count, -1 on an int64 overflow."""
+    use_mask = C.shape[2] <= MASK_BITS
     for x in range(n_pend):
-        for gp in range(grp_ptr[pend_p[x]], grp_ptr[pend_p[x] + 1]):
-            n_out = _emit_leaf(grp_parts[gp], pend_lf[x], t, w, within, use_mask, leaf_node, lf_ptr, lf_rows,
-                               node_kind, first, is_int, C, ctag, mask, FL, OT, ON, out_q, out_p, out_k, out_v,
-                               n_out)
-            if n_out < 0:
+        gr, lf = pend_p[x], pend_lf[x]
+        kind = node_kind[leaf_node[lf]]
+        signed = is_int and kind == KIND_SUM
+        tot = C.dtype.type(0)
+        for gp in range(grp_ptr[gr], grp_ptr[gr + 1]):
+            v, o1 = _leaf_value(grp_parts[gp], lf, t, w, within, use_mask, leaf_node, node_kind, first, is_int, C,
+                                ctag, mask, FL, OT, ON)
+            if not o1:
+                tot, o1 = _combine(kind, signed, is_int, tot, v)
+            if o1:
                 return -1
+        if tot == 0:
+            continue
+        for a in range(lf_ptr[lf], lf_ptr[lf + 1]):
+            out_q[n_out] = lf_rows[a]
+            out_p[n_out] = grp_parts[grp_ptr[gr]]
+            out_k[n_out] = t
+            out_v[n_out] = tot
+            n_out += 1
     return n_out
 
 
 @jit_inline
-def _emit_leaf(p, lf, t, w, within, use_mask, leaf_node, lf_ptr, lf_rows, node_kind, first, is_int, C, ctag, mask,
-               FL, OT, ON, out_q, out_p, out_k, out_v, n_out):
-    """The rows of leaf ``lf`` in partition ``p`` at time ``t`` (:func:`_emit_changes`)."""
+def _leaf_value(p, lf, t, w, within, use_mask, leaf_node, node_kind, first, is_int, C, ctag, mask, FL, OT, ON):
+    """Leaf ``lf``'s matches in ``(t - w, t]`` in partition ``p`` (:func:`_emit_changes`): ``(value,
+    overflowed)``."""
     Rp = C.shape[2]
     node = leaf_node[lf]
     kind = node_kind[node]
     fn = first[node]
     signed = is_int and kind == KIND_SUM
+    tot = C.dtype.type(0)
     lo, hi = (ON[p, 2], ON[p, 0]) if within else (0, 0)
     if hi < 0:
-        return n_out  # no event of this partition yet
+        return tot, False  # no event of this partition yet
     if within:  # the partition's oldest live ordinal as of t (its last event may be earlier)
         while lo <= hi and OT[p, lo % Rp] <= t - w:
             lo += 1
-    tot = C.dtype.type(0)
     todo = mask[p, node] if use_mask else 0
     j = lo - 1
     while True:
@@ -155,16 +167,8 @@ def _emit_leaf(p, lf, t, w, within, use_mask, leaf_node, lf_ptr, lf_rows, node_k
             continue  # an N after t - w before the first event
         tot, o1 = _combine(kind, signed, is_int, tot, C[p, node, b])
         if o1:
-            return -1
-    if tot == 0:
-        return n_out
-    for a in range(lf_ptr[lf], lf_ptr[lf + 1]):
-        out_q[n_out] = lf_rows[a]
-        out_p[n_out] = p
-        out_k[n_out] = t
-        out_v[n_out] = tot
-        n_out += 1
-    return n_out
+            return tot, True
+    return tot, False
 
 
 # Not inlined: called only by events of a negated type; inlined, its code slowed the per-event loop of
@@ -331,8 +335,8 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     gets a row (key: the time) with the leaf's matches in ``(t - w, t]``: its counts by live
     ordinal (``leaf_node[lf]``: the leaf's trie row). No totals in ``W`` (``wtag[p, lf, 0]`` holds the
     last time the pair was recorded); with equivalence attributes beyond GROUP-BY an END event
-    records its group (``gid[p]``), and every partition of the group gets its row (``grp_ptr`` /
-    ``grp_parts``: the partitions of each group; the caller adds them up); a negated end is a guard of
+    records its group (``gid[p]``), whose row adds up its partitions (``grp_ptr`` / ``grp_parts``: the
+    partitions of each group); a negated end is a guard of
     the leaf (its reset removes the matches an N after them ends), a negated start is read at
     emission (the last N before the first event at or before ``t - w``).
 

@@ -188,3 +188,22 @@ def test_fuzz_column_types(type_kind, time_kind, x_kind, text):
                        "time": COLUMN_TYPES[time_kind] if time_kind != "int" else [0, 1, 1, 3],
                        "x": COLUMN_TYPES[x_kind]})
     _only_cepvec_errors(text, ev)
+
+
+def test_uint64_values_above_int64_raise_cepvec_errors():
+    """A UInt64 value above 2**63 - 1: an exact SUM overflows (linear, scan and shared paths); an edge
+    predicate's int64 arithmetic cannot hold it (a type error naming the column), never Polars' cast error.
+    Found by test_fuzz_column_types."""
+    df = pl.DataFrame({"type": ["A", "B", "A", "B"], "time": [1, 2, 3, 4],
+                       "x": pl.Series([2**64 - 1, 1, 5, 2], dtype=pl.UInt64)})
+    seq = "RETURN COUNT(*), SUM(A.x) PATTERN SEQ(A, B) WITHIN 3"
+    scan = "RETURN COUNT(*), SUM(A.x) PATTERN A+ WHERE A.x + NEXT(A).x != 3 WITHIN 3"
+    for q in (seq, scan):
+        with pytest.raises(cepvec.CepvecOverflowError, match="when reading a SUM / AVG attribute"):
+            cepvec.run(q, df)
+    with pytest.raises(cepvec.CepvecOverflowError, match="query 'a'"):
+        cepvec.run_many({"a": seq, "b": seq.replace("WITHIN 3", "WITHIN 3 SLIDE 1").replace("SEQ(A, B)", "SEQ(A, B, B)"),
+                         "c": seq.replace("SEQ(A, B)", "SEQ(A, B, A)")}, df)
+    with pytest.raises(cepvec.CepvecTypeError, match="column 'x' .UInt64. holds a value above the int64 range"):
+        cepvec.run(scan, df, numeric="float64")
+    assert cepvec.run(seq, df, numeric="float64")["SUM(A.x)"].to_list() == [2.0**64 - 1 + 5]

@@ -31,6 +31,15 @@ def overflow_error(q: Query, where: str) -> CepvecOverflowError:
         "numeric='float64' for approximate results")
 
 
+def select_weights(df: pl.DataFrame, exprs: list, q: Query) -> pl.DataFrame:
+    """``df.select(exprs)`` of SUM / AVG weights cast to the state's dtype; a value that int64 cannot
+    hold (a UInt64 above 2**63 - 1 with exact counts) raises the overflow error, not Polars' own."""
+    try:
+        return df.select(exprs)
+    except pl.exceptions.InvalidOperationError as err:
+        raise overflow_error(q, "when reading a SUM / AVG attribute (a value above the int64 range)") from err
+
+
 def build_output(q: Query, prep: Prepared, cells, numeric: str) -> pl.DataFrame:
     """Assemble ``[(group, window, values)]`` into the result DataFrame (sorted)."""
     out_schema = output_schema(q, prep.df.schema, prep.time_dtype, numeric)

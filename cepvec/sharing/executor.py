@@ -37,7 +37,7 @@ from cepvec.paths.linear.plan import plan_components
 from cepvec.paths.linear.run import string_views
 from cepvec.plan.ir import Query
 from cepvec.runtime.order_keys import order_keys, orderable
-from cepvec.runtime.output import assemble_output, overflow_error, sums_overflow
+from cepvec.runtime.output import assemble_output, overflow_error, select_weights, sums_overflow
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.prepare import Prepared
@@ -346,7 +346,7 @@ class SharedRun:
             keep = np.flatnonzero(codes)
         ew = np.zeros((len(codes), len(self.weights)), self.dtype)
         if self.weight_exprs:
-            enc = df.select(self.weight_exprs)
+            enc = select_weights(df, self.weight_exprs, self.q0)
         for j, (attr, kind) in enumerate(self.weights):
             if kind in ("min", "max"):  # order keys (uint64 bits; int64 state only)
                 ew[:, j] = order_keys(df[attr], kind, self.weight_query[(attr, kind)]).view(np.int64)

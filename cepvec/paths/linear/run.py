@@ -24,7 +24,7 @@ import pyarrow as pa
 from cepvec.errors import CepvecDataError
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import _jit, linear as K
-from cepvec.runtime.output import build_output_frame, overflow_error
+from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
 from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
 from cepvec.runtime.partitions import Partitions
@@ -259,7 +259,7 @@ class LinearStream(Partitions):
                     x = x.cast(pl.Float64)
                     x = pl.when(x.is_nan()).then(None).otherwise(x)
                 exprs.append(x.fill_null(0).cast(wdt).alias(f"__w{j}"))
-        enc = df.select(exprs)
+        enc = select_weights(df, exprs, self.q)
         if len(exprs) == 1:
             return enc.to_series().to_numpy().astype(self.dtype, copy=False).reshape(len(df), 1)
         return np.ascontiguousarray(enc.to_numpy().astype(self.dtype, copy=False))

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.lang import ast as A
-from cepvec.errors import UnsupportedByEngine
+from cepvec.errors import CepvecTypeError, UnsupportedByEngine
 from cepvec.kernels import scan as K
 from cepvec.paths.linear.plan import Component, plan_components, top_negations
 from cepvec.plan.ir import Query, iter_refs, run_reason
@@ -322,7 +322,13 @@ class Programs:
                 v = pl.DataFrame({"v": s.cast(pl.String)}).join(d, on="v", how="left", maintain_order="left")["c"]
                 colI[:, j] = v.fill_null(0).to_numpy()
             else:
-                colI[:, j] = s.to_physical().cast(pl.Int64).fill_null(0).to_numpy()
+                try:
+                    colI[:, j] = s.to_physical().cast(pl.Int64).fill_null(0).to_numpy()
+                except pl.exceptions.InvalidOperationError as err:
+                    raise CepvecTypeError(
+                        f"column '{attr}' ({s.dtype}) holds a value above the int64 range "
+                        f"({s.max()}), which the predicate's int64 arithmetic cannot hold; cast the column to "
+                        "Int64 (values below 2**63) or Float64 (approximate)") from err
         colF = np.zeros((n, len(self.fcols)), np.float64)
         nF = np.zeros((n, len(self.fcols)), np.bool_)
         for j, attr in enumerate(self.fcols):

@@ -27,7 +27,7 @@ from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
 from cepvec.paths.base import feed
-from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error, sums_overflow
+from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error, select_weights, sums_overflow
 from cepvec.kernels.trend import float_order_key, partition_order
 from cepvec.paths.scan.plan import Programs, ScanPlan, build
 from cepvec.runtime.polars_expr import predicate_mask
@@ -311,8 +311,8 @@ class ScanRun:
             elif c.kind == "nonnull":
                 x = df[c.attr].is_not_null().to_numpy().astype(np.float64)
             else:
-                x = df[c.attr].fill_null(0)
-                x = x.to_numpy() if (self.int_state and not comp_float[j]) else x.cast(pl.Float64).to_numpy()
+                kind = pl.Int64 if (self.int_state and not comp_float[j]) else pl.Float64
+                x = select_weights(df, [pl.col(c.attr).fill_null(0).cast(kind)], q).to_series().to_numpy()
             if comp_float[j]:
                 wf[:, flo.index(j)] = x
             else:

@@ -24,7 +24,7 @@ from cepvec.errors import CepvecDataError, CepvecPlanError, UnsupportedByEngine
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import trend as K
 from cepvec.paths.base import feed
-from cepvec.runtime.output import build_output_frame, overflow_error
+from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
 from cepvec.paths.trend.plan import TrendPlan, build
 from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
@@ -160,7 +160,7 @@ class TrendStream:
                 exprs.append(x.alias(f"__{name}{k}"))
         # NaN reads as null in every predicate (as in the reference engine): Polars would order it
         # above every number, so a local predicate such as v > -1 would hold
-        enc = df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None)).select(exprs)
+        enc = select_weights(df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None)), exprs, self.q)
         n = len(df)
         NT = len(plan.transitions)
         out = {"bind": enc["__bind"].to_numpy().astype(np.int64), "neg": enc["__neg"].to_numpy().astype(np.int64)}

@@ -28,7 +28,7 @@ from cepvec.runtime.output import build_output_frame, overflow_error, select_wei
 from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
 from cepvec.runtime.partitions import Partitions
-from cepvec.runtime.polars_expr import predicate_mask
+from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.threads import MIN_EVENTS_PER_THREAD, map_threads, n_threads, split_ranges
 
 STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
@@ -247,18 +247,8 @@ class LinearStream(Partitions):
                 w[:, i] = order_keys(df[c.attr], c.kind, self.q)
             return w
         wdt = pl.Int64 if self.state == "int64" else pl.Float64
-        exprs = []
-        for j in self.wcols:
-            c = self.plan.components[j]
-            x = pl.col(c.attr)
-            if c.kind == "nonnull":  # NaN reads as null, as in the reference engine
-                valid = x.is_not_null() & x.cast(pl.Float64, strict=False).is_nan().fill_null(False).not_()
-                exprs.append(valid.cast(wdt).alias(f"__w{j}"))
-            else:
-                if self.state == "float64":
-                    x = x.cast(pl.Float64)
-                    x = pl.when(x.is_nan()).then(None).otherwise(x)
-                exprs.append(x.fill_null(0).cast(wdt).alias(f"__w{j}"))
+        exprs = [component_weight(self.plan.components[j].attr, self.plan.components[j].kind, wdt).alias(f"__w{j}")
+                 for j in self.wcols]
         enc = select_weights(df, exprs, self.q)
         if len(exprs) == 1:
             return enc.to_series().to_numpy().astype(self.dtype, copy=False).reshape(len(df), 1)

@@ -33,6 +33,7 @@ from cepvec.api import NUMERIC, compile, iter_matches, run  # noqa: A004  (cepve
 from cepvec.registry import ENGINES, choose
 from cepvec.errors import CepvecError
 from cepvec.runtime.prepare import TIME_UNITS
+from cepvec.runtime.type_codes import type_in
 from cepvec.sharing import compile_workload, run_many
 from cepvec.sharing.workload import SHARING, named
 
@@ -395,9 +396,8 @@ def _demo_workload(n: int, seed: int, engine: str) -> None:
 
 def _warm_up_sample(q, events: pl.DataFrame) -> pl.DataFrame:
     """The first 64 events and up to 8 of every type of ``q`` (the first 64 may miss a rare one), in time order."""
-    types = pl.col(q.type_col).cast(pl.String)
-    return pl.concat([events.head(64), events.filter(types.is_in(list(q.event_types)))
-                      .group_by(types, maintain_order=True).head(8).select(events.columns)]
+    return pl.concat([events.head(64), events.filter(type_in(q.type_col, q.event_types))
+                      .group_by(q.type_col, maintain_order=True).head(8).select(events.columns)]
                      ).sort(q.time_col, maintain_order=True)
 
 

@@ -31,6 +31,7 @@ import polars as pl
 
 from cepvec.paths.base import Path
 from cepvec.plan.ir import Equivalence, Query
+from cepvec.runtime.type_codes import type_in
 
 PHANTOM = "__phantom"
 
@@ -141,9 +142,8 @@ class QualifiedRun:
     def _push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         if not len(df):
             return
-        tcol = pl.col(self.q.type_col).cast(pl.String)
         df = df.with_columns(pl.Series("__t", times), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
-        keyed = df.filter(tcol.is_in(self.keyed_types)).with_columns(
+        keyed = df.filter(type_in(self.q.type_col, self.keyed_types)).with_columns(
             [pl.col(a).alias(c) for a, c in zip(self.quals, self.key_cols)] + [pl.lit(False).alias(PHANTOM)])
         # new partitions start as copies of their phantom
         new = keyed.select(self.unq + self.key_cols).unique(maintain_order=True).join(
@@ -154,7 +154,7 @@ class QualifiedRun:
             src = new.with_columns([pl.lit(None, dtype=self.schema[c]).alias(c) for c in self.key_cols]
                                    + [pl.lit(True).alias(PHANTOM)])
             self.inner.clone_partitions(dst, src)
-        bcast = df.filter(tcol.is_in(self.all_types) & ~tcol.is_in(self.keyed_types))
+        bcast = df.filter(type_in(self.q.type_col, set(self.all_types) - set(self.keyed_types)))
         parts = [keyed]
         if len(bcast):
             phantom = bcast.with_columns([pl.lit(None, dtype=self.schema[c]).alias(c) for c in self.key_cols]

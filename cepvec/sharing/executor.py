@@ -32,9 +32,8 @@ import polars as pl
 
 from cepvec.kernels import sharing as K
 from cepvec.kernels.trend import partition_order
-from cepvec.kernels.linear import view_codes, view_hash, view_words
 from cepvec.paths.linear.plan import plan_components
-from cepvec.paths.linear.run import string_views
+from cepvec.runtime.type_codes import TypeCodes
 from cepvec.plan.ir import Query
 from cepvec.runtime.order_keys import order_keys, orderable
 from cepvec.runtime.output import assemble_output, overflow_error, select_weights, sums_overflow
@@ -239,8 +238,7 @@ class SharedRun:
         self.out = self._buffers(self.cap)
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.held: tuple[np.ndarray, ...] | None = None  # events of the last time stamp pushed so far
-        words = [view_words(t) for t in self.trie.types]
-        self.view_hash = view_hash(words) if all(x is not None for x in words) else None
+        self.type_codes = TypeCodes(self.q0.type_col, self.trie.types)
 
     def _alloc(self, n_part: int):
         """``self.state``, in the order of :func:`cepvec.kernels.sharing.run_shared`'s state arguments
@@ -316,24 +314,12 @@ class SharedRun:
     def _buffers(self, cap: int):
         return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, self.dtype))
 
-    def _codes(self, df: pl.DataFrame) -> np.ndarray:
-        """Code per event: 1 + index of its type in the trie's types, 0 for other types."""
-        views = string_views(df[self.q0.type_col]) if self.view_hash is not None else None
-        if views is not None:
-            codes = np.empty(len(df), np.int32)
-            view_codes(views, *self.view_hash, codes)
-            return codes
-        col = pl.col(self.q0.type_col).cast(pl.String)
-        expr = col.replace_strict(self.trie.types, list(range(1, len(self.trie.types) + 1)), default=0,
-                                  return_dtype=pl.Int32)
-        return df.select(expr.fill_null(0)).to_series().to_numpy()
-
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         """Encode a batch and run the events before its last time stamp (those are held back: ties may
         continue in the next batch)."""
         if not len(df):
             return
-        codes = self._codes(df)
+        codes = self.type_codes.codes(df)
         pid = self.parts.ids(df).astype(np.int64, copy=False)
         times = np.asarray(times, dtype=np.int64)
         if self.pred_exprs:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from cepvec.errors import CepvecDataError
 from cepvec.runtime.prepare import Prepared
@@ -29,6 +28,7 @@ from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask
+from cepvec.runtime.type_codes import TypeCodes
 from cepvec.runtime.threads import MIN_EVENTS_PER_THREAD, map_threads, n_threads, split_ranges
 
 STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
@@ -37,20 +37,6 @@ STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "emit": K.MODE_EMIT, "slide": K.MODE_SLIDE}
 _BIG = np.iinfo(np.int64).max // 4
 _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
-
-
-def string_views(col: pl.Series):
-    """The (n, 2) uint64 Arrow view words of a null-free String column (zero-copy), else None."""
-    if not (len(col) and col.dtype == pl.String and col.null_count() == 0):
-        return None
-    arr = col.to_arrow(compat_level=pl.CompatLevel.newest())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if not pa.types.is_string_view(arr.type):
-        return None
-    n = len(arr)
-    views = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (arr.offset + n))
-    return views.reshape(-1, 2)[arr.offset:]
 
 
 #: int64 slots between the spare slots of two threads in fill_events (a cache line)
@@ -99,7 +85,6 @@ class LinearStream(Partitions):
             for t in occ.types:
                 if t not in names:
                     names.append(t)
-        self.type_names = names
         K1 = len(names) + 1
         bind = np.zeros(K1, np.uint64)
         neg = np.zeros(K1, np.uint64)
@@ -122,63 +107,11 @@ class LinearStream(Partitions):
         self.mask_bit = np.array(mbit, np.int64)
         self.mask_is_neg = np.array(mneg, np.bool_)
         self.mask_code_ok = np.array(mok, np.bool_).reshape(len(mok), K1)
-        words = [K.view_words(t) for t in names]
-        self.views_ok = all(wd is not None for wd in words)
-        self.view_hash = K.view_hash(words) if self.views_ok else None
+        self.type_codes = TypeCodes(q.type_col, names)
         self.end_bit = 1 << plan.occ_ids.index(q.template.end)
         # weight columns: sums, non-null counts and order keys (count components weigh 1, zeroed ones 0)
         self.wcols = [j for j, c in enumerate(plan.components)
                       if c.kind != "count" and j not in self.zero_components]
-
-    def _views(self, df: pl.DataFrame):
-        """The (n, 2) uint64 Arrow view words of the type column (zero-copy), or None when
-        the column is not a null-free String column or a query type is not inline."""
-        return string_views(df[self.q.type_col]) if self.views_ok else None
-
-    def _type_codes(self, df: pl.DataFrame) -> np.ndarray:
-        """Code per event: 1 + index of its type in ``type_names``, 0 for other types."""
-        views = self._views(df)
-        if views is not None:
-            codes = np.empty(len(df), np.int32)
-            K.view_codes(views, *self.view_hash, codes)
-            return codes
-        if not self.type_names:
-            return np.zeros(len(df), np.int32)
-        col = df[self.q.type_col]
-        if isinstance(col.dtype, (pl.Categorical, pl.Enum)):
-            return self._category_codes(col)
-        expr = pl.col(self.q.type_col).cast(pl.String).replace_strict(
-            self.type_names, list(range(1, len(self.type_names) + 1)), default=0, return_dtype=pl.Int32)
-        return df.select(expr.fill_null(0)).to_series().to_numpy()
-
-    def _category_codes(self, col: pl.Series) -> np.ndarray:
-        """Type codes of a Categorical / Enum column from its physical ids (no string work per event).
-
-        A lookup table maps the id of each query type to its code; every other id (and
-        null) maps to 0. An Enum lists its categories; a Categorical's ids are found by
-        casting the query's type names into its categories (Polars >= 1.32: a name
-        missing from the data is added to them, which changes no value), else from the
-        distinct values of the column.
-        """
-        names = self.type_names
-        if isinstance(col.dtype, pl.Enum):
-            index = {c: i for i, c in enumerate(col.dtype.categories.to_list())}
-            ids = [index.get(t) for t in names]
-        elif getattr(col.dtype, "categories", None) is not None:
-            ids = pl.Series(names, dtype=pl.String).cast(col.dtype).to_physical().to_list()
-        else:  # older Polars: ids are local to the column's reverse map
-            uniq = col.drop_nulls().unique()
-            index = dict(zip(uniq.cast(pl.String).to_list(), uniq.to_physical().to_list()))
-            ids = [index.get(t) for t in names]
-        top = max((i for i in ids if i is not None), default=-1)
-        lut = np.zeros(top + 2, np.int32)  # lut[top + 1] = 0: ids past the query's (clipped) and null
-        for code, i in enumerate(ids, start=1):
-            if i is not None:
-                lut[i] = code
-        phys = col.to_physical()
-        if phys.null_count():
-            phys = phys.fill_null(top + 1)
-        return np.take(lut, phys.to_numpy(), mode="clip")
 
     def _code_programs(self) -> np.ndarray:
         """Global program id per type code (-1: ignored), when no predicate gates a bit."""
@@ -186,7 +119,7 @@ class LinearStream(Partitions):
 
     def _classes(self, df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Per event a class id and per class its global program id (-1: event is ignored)."""
-        codes = self._type_codes(df)
+        codes = self.type_codes.codes(df)
         if not self.mask_exprs:
             return codes, self._code_programs()
         m = df.select([e.alias(f"__m{j}") for j, e in enumerate(self.mask_exprs)]).to_numpy()
@@ -357,13 +290,13 @@ class LinearStream(Partitions):
         if n_new:
             pid = self.ids(df)
             n_parts = max(len(self.keys), 1)
-            views = None if self.mask_exprs else self._views(df)
+            views = None if self.mask_exprs else self.type_codes.views(df)
             if views is not None:  # type codes and kept events per partition (threads)
                 cls_prog = self._code_programs()
                 cls = np.empty(n_new, np.int32)
 
                 def codes_count(r):
-                    K.view_codes(views[r[0]:r[1]], *self.view_hash, cls[r[0]:r[1]])
+                    K.view_codes(views[r[0]:r[1]], *self.type_codes.view_hash, cls[r[0]:r[1]])
                     return K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]])
 
                 counts = map_threads(codes_count, halves)

@@ -24,6 +24,7 @@ from cepvec.paths.scan.plan import Programs
 from cepvec.plan.ir import Query
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import predicate_mask
+from cepvec.runtime.type_codes import type_in
 from cepvec.runtime.prepare import Prepared
 
 BATCH_ROWS = 1 << 16
@@ -53,8 +54,7 @@ class MatchGraph:
         df = prep.df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))  # NaN reads as null
         programs = Programs(q, plan, dict(prep.df.schema))
         n_occ = len(q.occs)
-        tcol = pl.col(q.type_col).cast(pl.String)
-        cand = df.select([(tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))).alias(str(o.id))
+        cand = df.select([(type_in(q.type_col, o.types) & predicate_mask(q.local.get(o.id, ()))).alias(str(o.id))
                           for o in q.occs]).to_numpy().astype(np.bool_)
         # SASE+ v[1] / v[v.LEN] alone: who may start / end a match
         start_ok, end_ok = (

@@ -31,6 +31,7 @@ from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error
 from cepvec.kernels.trend import float_order_key, partition_order
 from cepvec.paths.scan.plan import Programs, ScanPlan, build
 from cepvec.runtime.polars_expr import predicate_mask
+from cepvec.runtime.type_codes import type_in
 
 _MODES = {"none": K.MODE_NONE, "within": K.MODE_WITHIN, "slide": K.MODE_SLIDE}
 _NEG = -(1 << 62)  # "before every time" / "after every time" bounds of the emitted results
@@ -201,10 +202,9 @@ class ScanRun:
         keys = list(q.partition_by)
         raw = {c: f"__raw{j}" for j, c in enumerate(keys)} if self.parts.float_keys else {}
         floats = [c for c, dt in df.schema.items() if dt in (pl.Float32, pl.Float64) and c in self.read_cols]
-        tcol = pl.col(q.type_col).cast(pl.String)
         bind = pl.lit(0, dtype=pl.Int64)
         for o in q.occs:
-            m = tcol.is_in(list(o.types)) & predicate_mask(q.local.get(o.id, ()))
+            m = type_in(q.type_col, o.types) & predicate_mask(q.local.get(o.id, ()))
             bind = bind | pl.when(m).then(pl.lit(1 << o.id, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
         return (df.lazy().with_columns([pl.col(c).alias(a) for c, a in raw.items()])
                 .with_columns(pl.col(floats).fill_nan(None)).with_columns(bind.alias("__bind"))

@@ -30,6 +30,7 @@ from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask, to_polars
+from cepvec.runtime.type_codes import type_in
 
 _BIG = np.iinfo(np.int64).max // 4
 _EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid")
@@ -135,15 +136,14 @@ class TrendStream:
     # -------------------------------------------------------------- encoding
     def _encode(self, df: pl.DataFrame) -> dict:
         plan, q = self.plan, self.q
-        tcol = pl.col(q.type_col).cast(pl.String)
         bind = pl.lit(0, dtype=pl.Int64)
         for b, o in enumerate(plan.occ_ids):
-            m = tcol.is_in(list(q.occs[o].types)) & predicate_mask(q.local.get(o, ()))
+            m = type_in(q.type_col, q.occs[o].types) & predicate_mask(q.local.get(o, ()))
             bind = bind | pl.when(m).then(pl.lit(1 << b, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
         neg = pl.lit(0, dtype=pl.Int64)
         for b, g in enumerate(plan.neg_ids):
             occ = q.occs[q.negations[g].node.occ]
-            m = tcol.is_in(list(occ.types)) & predicate_mask(q.local.get(occ.id, ()))
+            m = type_in(q.type_col, occ.types) & predicate_mask(q.local.get(occ.id, ()))
             neg = neg | pl.when(m).then(pl.lit(1 << b, dtype=pl.Int64)).otherwise(pl.lit(0, dtype=pl.Int64))
         exprs = [bind.alias("__bind"), neg.alias("__neg")]
         for j, c in enumerate(plan.components):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 
 
 @jit
@@ -39,6 +39,14 @@ def dense_ids_direct(vals, vmin, direct, n_known, ids):
     return new_keys[:n_new].copy()
 
 
+@jit_inline
+def _slot(v, shift):
+    """Fibonacci hashing: the top bits of ``v`` times 2**64 / golden ratio (every bit of ``v`` moves
+    them; the low bits of the product ignore the high bits of ``v``, so integral floats or keys that
+    differ above bit 44 all fell into one slot)."""
+    return np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift))
+
+
 @jit
 def dense_ids(vals, tab_key, tab_id, n_known):
     """Dense id per int64 key (open addressing), new keys numbered from ``n_known``.
@@ -48,6 +56,9 @@ def dense_ids(vals, tab_key, tab_id, n_known):
     """
     n = vals.shape[0]
     size = tab_key.shape[0]
+    shift = 64
+    while (1 << (64 - shift)) < size:
+        shift -= 1
     ids = np.empty(n, np.int64)
     new_keys = np.empty(16, np.int64)
     n_new = 0
@@ -59,17 +70,17 @@ def dense_ids(vals, tab_key, tab_id, n_known):
         if last_id >= 0 and v == last_key:
             ids[i] = last_id
             continue
-        j = np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & (size - 1)
+        j = _slot(v, shift)
         while True:
             if tab_id[j] < 0:
                 if 2 * (used + 1) > size:
                     size2 = 2 * size
+                    shift -= 1
                     k2 = np.zeros(size2, np.int64)
                     i2 = np.full(size2, -1, np.int64)
                     for jj in range(size):
                         if tab_id[jj] >= 0:
-                            h = np.int64((np.uint64(tab_key[jj]) * np.uint64(0x9E3779B97F4A7C15))
-                                         >> np.uint64(20)) & (size2 - 1)
+                            h = _slot(tab_key[jj], shift)
                             while i2[h] >= 0:
                                 h = (h + 1) & (size2 - 1)
                             k2[h] = tab_key[jj]
@@ -77,7 +88,7 @@ def dense_ids(vals, tab_key, tab_id, n_known):
                     tab_key = k2
                     tab_id = i2
                     size = size2
-                    j = np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & (size - 1)
+                    j = _slot(v, shift)
                     continue
                 tab_key[j] = v
                 tab_id[j] = used

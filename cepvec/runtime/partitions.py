@@ -59,6 +59,15 @@ class Partitions:
             col = df[self.int_key]
             if col.null_count() == 0:
                 return self._int_ids(col)
+        if len(self.q.partition_by) == 1 and len(df) >= _jit.NUMPY_BELOW:
+            ids = self._coded_ids(df)
+            if ids is not None:
+                return ids
+        return self._joined_ids(df)
+
+    def _joined_ids(self, df: pl.DataFrame) -> np.ndarray:
+        """:meth:`ids` by a Polars join of the distinct keys with the known ones (any key columns)."""
+        cols = self.key_cols
         self._tab_n = -1  # the join below may add keys the hash table does not hold
         df = df.select(self.key_exprs())
         uniq = df.unique(maintain_order=True)
@@ -70,6 +79,34 @@ class Partitions:
             self.keys = pl.concat([self.keys, new.cast(self.keys.schema)], how="vertical")
             self._on_new_keys()
         return df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"].to_numpy()
+
+    def _coded_ids(self, df: pl.DataFrame) -> np.ndarray | None:
+        """:meth:`ids` of one key column through int64 codes of its rows (None: no codes for its dtype).
+
+        The codes (:func:`_row_codes`) get dense ids of this batch in a Numba table; the first row of
+        each goes through the join of :meth:`_joined_ids` (a row per distinct key, in order of first
+        appearance, so new keys are numbered as the join of every row numbers them), and every row
+        takes its first row's id. Hashed codes (strings) are checked: a collision (rows with one code
+        and different keys) sends the batch through the join.
+        """
+        (c,) = self.q.partition_by
+        col = df[c]
+        coded = _row_codes(col)
+        if coded is None:
+            return None
+        codes, exact = coded
+        local = np.empty(len(codes), np.int64)
+        vmin, vmax = (int(v) for v in min_max(codes))
+        if 0 <= vmax - vmin < min(1 << 20, 8 * len(codes) + 1024):
+            dense_ids_direct(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
+        else:
+            local = dense_ids(codes, np.zeros(16, np.int64), np.full(16, -1, np.int64), 0)[0]
+        # first appearances: the ids rise by one at each
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(local), prepend=-1) > 0)
+        reps = df[first]
+        if not exact and not col.eq_missing(reps[c].gather(local)).all():
+            return None
+        return self._joined_ids(reps)[local]
 
     def _int_ids(self, col: pl.Series) -> np.ndarray:
         c = self.int_key
@@ -127,6 +164,29 @@ class Partitions:
     def describe(self, pid: int) -> dict:
         key = self.keys.filter(pl.col("__pid") == pid).drop("__pid").to_dicts()
         return key[0] if key else {}
+
+
+#: the code of null in :func:`_row_codes` of a float column (a NaN bit pattern; every NaN of the column
+#: is read as the canonical one)
+_NULL_FLOAT_CODE = np.int64(0x7FF8_0000_0000_0001)
+
+
+def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
+    """int64 code per row of a key column and whether equal codes mean equal keys (``exact``): the
+    physical ids of a Categorical / Enum column (null: -1), the bits of a float (one NaN, null
+    apart), a 64-bit hash of a String (not exact). None for other dtypes."""
+    dt = col.dtype
+    if isinstance(dt, (pl.Categorical, pl.Enum)):
+        return col.to_physical().cast(pl.Int64).fill_null(-1).to_numpy(), True
+    if dt.is_float():
+        v = col.cast(pl.Float64).to_numpy()
+        bits = np.where(np.isnan(v), np.float64("nan"), v + 0.0).view(np.int64)  # -0.0 is 0.0
+        if col.null_count():
+            bits = np.where(col.is_null().to_numpy(), _NULL_FLOAT_CODE, bits)
+        return np.ascontiguousarray(bits), True
+    if dt == pl.String:
+        return col.hash().to_numpy().view(np.int64), False
+    return None
 
 
 def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray) -> np.ndarray:

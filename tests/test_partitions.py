@@ -28,46 +28,75 @@ POOLS = {
 }
 
 
-def _ids_in_batches(parts: P.Partitions, col: pl.Series, cuts: list[int], method) -> list[int]:
-    bounds = [0, *sorted(set(cuts)), len(col)]
-    out: list[int] = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        if b > a:
-            out += method(parts, pl.DataFrame({"id": col[a:b]})).tolist()
-    return out
+def _ids_in_batches(parts: P.Partitions, df: pl.DataFrame, cuts: list[int], method) -> list[int]:
+    bounds = [0, *sorted(set(cuts)), len(df)]
+    return [i for a, b in zip(bounds[:-1], bounds[1:]) if b > a for i in method(parts, df[a:b]).tolist()]
+
+
+def _coded_agrees_with_joined(schema: dict, q, df: pl.DataFrame, cuts: list[int]) -> None:
+    """The ids of ``df`` cut at ``cuts``, through the codes (any size) and through the join."""
+    coded, joined = P.Partitions(q, schema), P.Partitions(q, schema)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_jit, "NUMPY_BELOW", 0)
+        got = _ids_in_batches(coded, df, cuts, P.Partitions.ids)
+    assert got == _ids_in_batches(joined, df, cuts, P.Partitions._joined_ids)
+    assert coded.keys.equals(joined.keys)
+
+
+def _key_frame(kind: str, values: list) -> pl.DataFrame:
+    dtype = POOLS[kind][0]
+    return pl.DataFrame({"id": pl.Series("id", values, dtype=pl.Float64 if kind == "float" else pl.String).cast(dtype)})
 
 
 @settings(max_examples=examples(150), deadline=None)
 @given(kind=st.sampled_from(sorted(POOLS)), data=st.data())
 def test_coded_ids_are_those_of_the_join(kind, data):
-    dtype, pool = POOLS[kind]
-    values = data.draw(st.lists(st.sampled_from(pool), max_size=40), label="keys")
+    values = data.draw(st.lists(st.sampled_from(POOLS[kind][1]), max_size=40), label="keys")
     cuts = data.draw(st.lists(st.integers(0, len(values)), max_size=3), label="cuts")
-    col = pl.Series("id", values, dtype=pl.Float64 if kind == "float" else pl.String).cast(dtype)
-    coded, joined = P.Partitions(Q, {"id": dtype}), P.Partitions(Q, {"id": dtype})
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_jit, "NUMPY_BELOW", 0)
-        got = _ids_in_batches(coded, col, cuts, P.Partitions.ids)
-    want = _ids_in_batches(joined, col, cuts, P.Partitions._joined_ids)
-    assert got == want
-    assert coded.keys.equals(joined.keys)
-    if kind != "float" or len(values):
-        assert P._row_codes(col) is not None  # the coded path ran, not the join
+    _coded_agrees_with_joined({"id": POOLS[kind][0]}, Q, _key_frame(kind, values), cuts)
 
 
 @pytest.mark.parametrize("kind", sorted(POOLS))
 def test_coded_ids_of_every_pool_value_in_two_orders(kind):
     """Every value of the pool (null, NaN, -NaN, -0.0 beside 0.0, ...) in a first batch and again,
     reversed, with the pool's first value, in a second one."""
-    dtype, pool = POOLS[kind]
-    values = pool[::-1] + pool + pool[:1]
-    col = pl.Series("id", values, dtype=pl.Float64 if kind == "float" else pl.String).cast(dtype)
-    coded, joined = P.Partitions(Q, {"id": dtype}), P.Partitions(Q, {"id": dtype})
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_jit, "NUMPY_BELOW", 0)
-        got = _ids_in_batches(coded, col, [len(pool) // 2], P.Partitions.ids)
-    assert got == _ids_in_batches(joined, col, [len(pool) // 2], P.Partitions._joined_ids)
-    assert coded.keys.equals(joined.keys)
+    pool = POOLS[kind][1]
+    df = _key_frame(kind, pool[::-1] + pool + pool[:1])
+    _coded_agrees_with_joined({"id": POOLS[kind][0]}, Q, df, [len(pool) // 2])
+
+
+Q2 = cepvec.compile("RETURN a, b, COUNT(*) PATTERN SEQ(A, B) WHERE [a, b] GROUP-BY a, b")
+PAIRS = {
+    "string x int": ({"a": pl.String, "b": pl.Int64}, ["u", "v", None], [0, 7, -3]),
+    "categorical x float": ({"a": pl.Categorical, "b": pl.Float64}, ["x", None], [0.0, -0.0, float("nan"), None, 2.5]),
+    "int with nulls x date": ({"a": pl.Int64, "b": pl.Date}, [1, None, 2], [0, 19000]),
+    "uint64 x bool": ({"a": pl.UInt64, "b": pl.Boolean}, [0, 2**64 - 1, 2**63], [True, False]),
+}
+
+
+def _pairs_agree(kind: str, rows: list, cuts: list[int]) -> None:
+    schema = PAIRS[kind][0]
+    raw = {"a": schema["a"] if schema["a"] != pl.Categorical else pl.String,
+           "b": pl.Int32 if schema["b"] == pl.Date else schema["b"]}
+    df = pl.DataFrame({"a": [r[0] for r in rows], "b": [r[1] for r in rows]}, schema=raw, strict=False).cast(schema)
+    _coded_agrees_with_joined(schema, Q2, df, cuts)
+
+
+@settings(max_examples=examples(120), deadline=None)
+@given(kind=st.sampled_from(sorted(PAIRS)), data=st.data())
+def test_coded_ids_of_two_key_columns_are_those_of_the_join(kind, data):
+    """Tuples of two columns of mixed dtypes: the ids of the tuples of their codes' ids (an integer
+    column with nulls has no codes: the join)."""
+    _, pool_a, pool_b = PAIRS[kind]
+    rows = data.draw(st.lists(st.tuples(st.sampled_from(pool_a), st.sampled_from(pool_b)), max_size=40), label="keys")
+    _pairs_agree(kind, rows, data.draw(st.lists(st.integers(0, len(rows)), max_size=3), label="cuts"))
+
+
+@pytest.mark.parametrize("kind", sorted(PAIRS))
+def test_coded_ids_of_every_pair_in_two_orders(kind):
+    _, pool_a, pool_b = PAIRS[kind]
+    rows = [(x, y) for x in pool_a for y in pool_b]
+    _pairs_agree(kind, rows + rows[::-1], [len(rows) // 2, len(rows) + 1])
 
 
 def test_a_hash_collision_falls_back_to_the_join(monkeypatch):

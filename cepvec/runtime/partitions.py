@@ -59,7 +59,7 @@ class Partitions:
             col = df[self.int_key]
             if col.null_count() == 0:
                 return self._int_ids(col)
-        if len(self.q.partition_by) == 1 and len(df) >= _jit.NUMPY_BELOW:
+        if len(df) >= _jit.NUMPY_BELOW:
             ids = self._coded_ids(df)
             if ids is not None:
                 return ids
@@ -81,31 +81,31 @@ class Partitions:
         return df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"].to_numpy()
 
     def _coded_ids(self, df: pl.DataFrame) -> np.ndarray | None:
-        """:meth:`ids` of one key column through int64 codes of its rows (None: no codes for its dtype).
+        """:meth:`ids` through int64 codes of the rows (None: a key column has no codes for its dtype).
 
-        The codes (:func:`_row_codes`) get dense ids of this batch in a Numba table; the first row of
-        each goes through the join of :meth:`_joined_ids` (a row per distinct key, in order of first
-        appearance, so new keys are numbered as the join of every row numbers them), and every row
-        takes its first row's id. Hashed codes (strings) are checked: a collision (rows with one code
-        and different keys) sends the batch through the join.
+        Each key column's codes (:func:`_row_codes`) get dense ids of this batch in a Numba table
+        (several columns: the ids of the tuples of their ids); the first row of each goes through the
+        join of :meth:`_joined_ids` (a row per distinct key, in order of first appearance, so new keys
+        are numbered as the join of every row numbers them), and every row takes its first row's id.
+        Hashed codes (strings) are checked: a collision (rows with one code and different keys) sends
+        the batch through the join.
         """
-        (c,) = self.q.partition_by
-        col = df[c]
-        coded = _row_codes(col)
-        if coded is None:
+        cols = list(self.q.partition_by)
+        coded = [_row_codes(df[c]) for c in cols]
+        if any(x is None for x in coded):
             return None
-        codes, exact = coded
-        local = np.empty(len(codes), np.int64)
-        vmin, vmax = (int(v) for v in min_max(codes))
-        if 0 <= vmax - vmin < min(1 << 20, 8 * len(codes) + 1024):
-            dense_ids_direct(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
-        else:
-            local = dense_ids(codes, np.zeros(16, np.int64), np.full(16, -1, np.int64), 0)[0]
+        local, m = _local_ids(coded[0][0])
+        for codes, _ in coded[1:]:
+            ids2, m2 = _local_ids(codes)
+            if m * m2 >= 1 << 62:
+                return None
+            local, m = _local_ids(local * m2 + ids2)
         # first appearances: the ids rise by one at each
         first = np.flatnonzero(np.diff(np.maximum.accumulate(local), prepend=-1) > 0)
         reps = df[first]
-        if not exact and not col.eq_missing(reps[c].gather(local)).all():
-            return None
+        for c, (_, exact) in zip(cols, coded):
+            if not exact and not df[c].eq_missing(reps[c].gather(local)).all():
+                return None
         return self._joined_ids(reps)[local]
 
     def _int_ids(self, col: pl.Series) -> np.ndarray:
@@ -166,6 +166,20 @@ class Partitions:
         return key[0] if key else {}
 
 
+def _local_ids(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense ids of int64 codes in order of first appearance, and their number."""
+    local = np.empty(len(codes), np.int64)
+    if not len(codes):
+        return local, 0
+    vmin, vmax = (int(v) for v in min_max(codes))
+    if vmax - vmin < min(1 << 20, 8 * len(codes) + 1024):
+        m = len(dense_ids_direct(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local))
+    else:
+        local, new, _, _ = dense_ids(codes, np.zeros(16, np.int64), np.full(16, -1, np.int64), 0)
+        m = len(new)
+    return local, m
+
+
 #: the code of null in :func:`_row_codes` of a float column (a NaN bit pattern; every NaN of the column
 #: is read as the canonical one)
 _NULL_FLOAT_CODE = np.int64(0x7FF8_0000_0000_0001)
@@ -174,7 +188,8 @@ _NULL_FLOAT_CODE = np.int64(0x7FF8_0000_0000_0001)
 def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
     """int64 code per row of a key column and whether equal codes mean equal keys (``exact``): the
     physical ids of a Categorical / Enum column (null: -1), the bits of a float (one NaN, null
-    apart), a 64-bit hash of a String (not exact). None for other dtypes."""
+    apart), a 64-bit hash of a String (not exact), the values of a null-free integer, temporal or
+    boolean column. None for other dtypes (and integers with nulls: no code is left for null)."""
     dt = col.dtype
     if isinstance(dt, (pl.Categorical, pl.Enum)):
         return col.to_physical().cast(pl.Int64).fill_null(-1).to_numpy(), True
@@ -186,6 +201,11 @@ def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
         return np.ascontiguousarray(bits), True
     if dt == pl.String:
         return col.hash().to_numpy().view(np.int64), False
+    if (dt.is_integer() or dt.is_temporal() or dt == pl.Boolean) and not col.null_count():
+        phys = col.to_physical()
+        if phys.dtype == pl.UInt64:
+            return phys.to_numpy().view(np.int64), True
+        return phys.cast(pl.Int64).to_numpy(), True
     return None
 
 

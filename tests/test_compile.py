@@ -86,6 +86,12 @@ SEMANTIC_ERRORS = [
     ("RETURN COUNT(*) AS g PATTERN A GROUP-BY g", CepvecQueryError,
      "two output columns are named 'g': GROUP-BY g and COUNT(*) AS g; give one of them another name with AS",
      (1, 8), "COUNT(*)"),
+    ("RETURN COUNT(*) AS window_end PATTERN A WITHIN 2 SLIDE 1", CepvecQueryError,
+     "two output columns are named 'window_end': the column window_end of WITHIN ... SLIDE and COUNT(*) AS "
+     "window_end; give one of them another name with AS", (1, 8), "COUNT(*)"),
+    ("RETURN g AS time, COUNT(*) PATTERN A GROUP-BY g EMIT CHANGES", CepvecQueryError,
+     "two output columns are named 'time': g AS time and the time column 'time' of EMIT CHANGES; give one of "
+     "them another name with AS", (1, 8), "g AS time"),
     ("PATTERN A AGG COUNT, COUNT", CepvecQueryError,
      "two output columns are named 'COUNT': COUNT and COUNT; give one of them another name with AS",
      (1, 22), "COUNT"),

@@ -88,6 +88,33 @@ def test_uint64_time_above_int64_is_a_data_error():
     assert cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, B)", small)["COUNT(*)"].to_list() == [3]
 
 
+@pytest.mark.parametrize("engine", ["auto", "reference"])
+@pytest.mark.parametrize("window", ["", "WITHIN 2", "WITHIN 2 SLIDE 1", "WITHIN 2 EMIT CHANGES"])
+def test_times_beyond_2_61_are_a_data_error(window, engine):
+    """Past +-2^61 units (nanoseconds after 2043) SLIDE queries returned no rows, times near 2^63 hung
+    (found by a fuzzer); they are refused, and times just inside the limit give the reference's rows."""
+    from cepvec.runtime.prepare import TIME_LIMIT
+
+    text = f"RETURN COUNT(*) PATTERN SEQ(A, B) {window}"
+    ns = pl.DataFrame({"type": ["A", "B"], "time": pl.Series([2345709600000000000, 2345709630000000000],
+                                                              dtype=pl.Datetime("ns"))})
+    with pytest.raises(cepvec.CepvecDataError, match=r"time column 'time' has a time too far from 1970 at row 0 "
+                                                      r"\(2044-05-01 10:00:00, 2345709600000000000 in unit 'ns'\)"):
+        cepvec.run(text, ns, engine=engine)
+    edge = TIME_LIMIT - 2 * 3 - 2  # twice WITHIN + SLIDE inside the limit
+    ev = pl.DataFrame({"type": ["A", "B"], "time": [edge, edge + 1]})
+    assert cepvec.run(text, ev, engine=engine).rows() == cepvec.run(text, ev, engine="reference").rows() != []
+    with pytest.raises(cepvec.CepvecDataError):
+        cepvec.run(text, ev.with_columns(pl.col("time") + 10), engine=engine)
+
+
+def test_int128_columns_are_a_type_error():
+    ev = EV.with_columns(pl.col("x").cast(pl.Int128))
+    with pytest.raises(cepvec.CepvecTypeError, match=r"column 'x' is Int128; cepvec reads integers of up to 64 "
+                                                      r"bits. Cast it, e.g. pl.col\('x'\).cast\(pl.Int64\)"):
+        cepvec.run("RETURN x, COUNT(*) PATTERN SEQ(A, B) GROUP-BY x", ev)
+
+
 def test_run_takes_type_and_time_column_names():
     ev = EV.rename({"type": "kind", "time": "ts"})
     got = cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, B)", ev, type_col="kind", time_col="ts")
@@ -171,6 +198,7 @@ COLUMN_TYPES = {
     "bool": pl.Series([True, False, None, True]), "date": pl.Series([None, 1, 2, 3]).cast(pl.Date),
     "null": pl.Series([None, None, None, None]), "uint64": pl.Series([0, 1, 2**64 - 1, 3], dtype=pl.UInt64),
     "categorical": pl.Series(["a", "b", "a", None]).cast(pl.Categorical), "int": pl.Series([1, 2, None, 4]),
+    "int128": pl.Series([1, 2, None, 4]).cast(pl.Int128), "far": pl.Series([0, 1, 2**61, 2**63 - 1]),
 }
 FRAME_QUERIES = [
     "RETURN COUNT(*), SUM(A.x), MIN(A.x), MAX(B.x), AVG(A.x) PATTERN SEQ(A, B) WITHIN 3",

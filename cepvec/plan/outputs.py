@@ -65,17 +65,21 @@ class OutputResolver:
         # every output column with the construct that makes it: (label, quoted text, span or None)
         columns = [(labels[g], self.quote(group_items[g].span) if g in group_items else f"GROUP-BY {g}",
                     group_items[g].span if g in group_items else None) for g in group_by]
+        if t.slide is not None:
+            columns += [(c, f"the column {c} of WITHIN ... SLIDE", None) for c in ("window_start", "window_end")]
+        elif t.emit_changes:
+            columns.append((self.time_col, f"the time column '{self.time_col}' of EMIT CHANGES", None))
         columns += [(a.label, (self.quote(sp) if sp else a.label) + (f" AS {alias}" if alias else ""), sp)
                     for a, (sp, alias) in zip(aggs, agg_spans)]
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple] = {}
         for lab, what, span in columns:
             if lab in seen:
                 self.errors.append(self.err(
                     CepvecQueryError,
-                    f"two output columns are named '{lab}': {seen[lab]} and {what}; give one of them "
-                    "another name with AS", span))
+                    f"two output columns are named '{lab}': {seen[lab][0]} and {what}; give one of them "
+                    "another name with AS", span or seen[lab][1]))
             else:
-                seen[lab] = what
+                seen[lab] = (what, span)
         return group_by, group_labels, tuple(aggs)
 
     def resolve_window(self) -> Window:

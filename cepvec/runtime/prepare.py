@@ -164,6 +164,11 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
         raise CepvecPlanError(
             f"attribute '{a}' used by the query is not a column of the input; columns are: "
             f"{', '.join(cols)}. Fix the query or add the column (nulls allowed)")
+    wide = [a for a in q.attributes if str(df.schema[a]) in ("Int128", "UInt128")]
+    if wide:
+        raise CepvecTypeError(
+            f"column '{wide[0]}' is {df.schema[wide[0]]}; cepvec reads integers of up to 64 bits. Cast it, "
+            f"e.g. pl.col('{wide[0]}').cast(pl.Int64) (values within +-2^63) or .cast(pl.String) for keys")
 
     tdt = df.schema[q.type_col]
     if not (tdt == pl.String or isinstance(tdt, (pl.Categorical, pl.Enum))):
@@ -254,7 +259,29 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
             f"time column '{q.time_col}' has a negative time at row {first} ({df[q.time_col][first]}); SLIDE "
             f"windows start at time 0 (window k covers [k*SLIDE, k*SLIDE + WITHIN), k >= 0), so such events "
             "could never be counted. Shift the times (e.g. subtract the minimum) or filter those rows")
+    if len(times):
+        _check_time_range(q, df, times, unit, (w or 0) + (s or 0))
     return Prepared(df, times, unit, dt, w, s)
+
+
+#: Times and the window ends computed from them stay within +-2^61 (the kernels keep sentinels
+#: and window arithmetic beyond it): in nanoseconds, 1970 +- 73 years (until 2043).
+TIME_LIMIT = 1 << 61
+
+
+def _check_time_range(q: Query, df: pl.DataFrame, times: pl.Series, unit: str, span: int) -> None:
+    """Raise when a time (plus twice WITHIN + SLIDE) leaves +-TIME_LIMIT."""
+    reach = TIME_LIMIT - 2 * span
+    lo, hi = times.min(), times.max()
+    if -reach < lo and hi < reach:
+        return
+    bad = times.abs() >= reach
+    first = int(bad.arg_true()[0])
+    raise CepvecDataError(
+        f"time column '{q.time_col}' has a time too far from 1970 at row {first} ({df[q.time_col][first]}, "
+        f"{times[first]} in unit {unit!r}); cepvec keeps times and window ends within +-2^61 units (with "
+        f"nanoseconds, 1970 +- 73 years). Subtract an offset (e.g. the minimum time) or use a coarser unit "
+        "(e.g. pl.col(...).dt.cast_time_unit('us'))")
 
 
 def output_schema(q: Query, schema: dict, time_dtype, numeric: str = "int64") -> dict:

@@ -77,6 +77,19 @@ def test_broadcast_on_the_scan_path(window):
     _check(text, _frame("AP"), "greta")
 
 
+@pytest.mark.parametrize("window", ["WITHIN 2", "WITHIN 2 EMIT CHANGES", "WITHIN 3 SLIDE 2"])
+def test_float_keys_on_the_scan_path(window):
+    """Float vehicle ids (NaN and null among them) on the scan path: the carried and held-back rows
+    keep them raw under other names, and copying them to a new vehicle's partitions read the key
+    names (a Polars ColumnNotFoundError under a window, found by a fuzzer)."""
+    text = (f"RETURN sid, COUNT(*) PATTERN SEQ(P a, NOT SEQ(A, C), P b) WHERE a.vehicle = b.vehicle "
+            f"AND a.speed != b.speed GROUP-BY sid {window}")
+    assert cepvec.registry.greta_path(cepvec.compile(text)) == "scan"
+    df = _frame("APC", n_max=3).with_columns(
+        pl.col("vehicle").cast(pl.Float64).replace({1.0: float("nan")}).fill_null(pl.col("sid") % 3 - 0.5))
+    _check(text, df, "greta")
+
+
 def test_group_by_the_qualified_attribute_sees_every_vehicle():
     text = "RETURN vehicle, COUNT(*) PATTERN SEQ(A, P+) WHERE [P.vehicle] GROUP-BY vehicle WITHIN 2 SLIDE 1"
     _check(text, _frame("AP", n_max=4).filter(pl.col("sid") < 60).drop("sid"), "greta")

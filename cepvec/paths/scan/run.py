@@ -125,9 +125,13 @@ class ScanRun:
         from cepvec.paths.qualified import copy_rows
 
         def with_copies(f: pl.DataFrame) -> pl.DataFrame:
-            extra = copy_rows(f, src, dst)
+            # encoded rows hold float keys raw, under __raw{j} (see _events): matched by their names
+            raw = ({f"__raw{j}": c for j, c in enumerate(self.q.partition_by)}
+                   if self.parts.float_keys and "__pid" in f.columns else {})
+            extra = copy_rows(f.rename(raw), src, dst)
             if "__pid" in extra.columns:  # encoded rows: the copies belong to the new partitions
                 extra = extra.with_columns(pl.Series("__pid", self.parts.ids(extra), dtype=pl.Int64))
+            extra = extra.rename({c: r for r, c in raw.items()})
             return pl.concat([f, extra], how="vertical_relaxed").sort("__t", maintain_order=True) if len(extra) else f
 
         self.frames = [with_copies(f) for f in self.frames if len(f)]

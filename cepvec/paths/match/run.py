@@ -66,7 +66,8 @@ class MatchGraph:
         gprev = previous_time(times)
         # partitions, ordered by group (nulls last) as cepvec.run orders its rows
         parts = Partitions(q, {c: prep.df.schema[c] for c in q.partition_by})
-        pid = parts.ids(df) if len(df) else np.zeros(0, np.int64)
+        # (the keys as given: NaN and null are different keys, docs/semantics.md 2.3)
+        pid = parts.ids(prep.df) if len(df) else np.zeros(0, np.int64)
         self.pid = pid  # partition of each row of prep.df (non-overlapping output)
         rank = np.zeros(len(parts), np.int64)
         if q.group_by and len(parts.keys):

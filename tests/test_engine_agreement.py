@@ -151,3 +151,24 @@ def test_categorical_attribute_in_a_local_predicate(dtype):
         got = cepvec.run(text, df)
         assert got.to_dicts() == want.to_dicts(), text
         assert len(want), text
+
+
+@pytest.mark.parametrize("dtype", [pl.Enum(["b", "c", "a"]), pl.Categorical, pl.String])
+def test_rows_of_every_engine_in_the_same_group_order(dtype):
+    """Rows come in the order Polars sorts the group values: an Enum by its categories. The reference
+    and match engines sorted the strings alphabetically (found by a fuzzer)."""
+    df = pl.DataFrame({"type": ["A", "A", "A", "B", "B", "B"], "time": [1, 2, 3, 4, 5, 6],
+                       "id": pl.Series(["a", "b", "c", "c", "a", "b"], dtype=dtype)})
+    for text in ("RETURN id, COUNT(*) PATTERN SEQ(A, B) WHERE [id] GROUP-BY id",
+                 "RETURN id, COUNT(*) PATTERN SEQ(A a, B b) WHERE [id] AND a.time < b.time GROUP-BY id WITHIN 9 SLIDE 3",
+                 "RETURN id, COUNT(*) PATTERN SEQ(A, B+) WHERE [id] GROUP-BY id EMIT CHANGES"):
+        want = df.select(pl.col("id").unique().sort())["id"].to_list()
+        ran = []
+        for engine in ("auto", "aseq", "greta", "match", "reference"):
+            try:
+                got = cepvec.run(text, df, engine=engine)["id"].unique(maintain_order=True).to_list()
+            except cepvec.errors.UnsupportedByEngine:
+                continue
+            assert got == want, (engine, text)
+            ran.append(engine)
+        assert "reference" in ran and len(ran) >= 3, ran

@@ -58,6 +58,10 @@ def build_output(q: Query, prep: Prepared, cells, numeric: str) -> pl.DataFrame:
         vals = [c[2][j] for c in cells]
         data[a.label] = pl.Series(a.label, vals, dtype=out_schema[a.label], strict=False)
     frame = pl.DataFrame({n: data[n].rename(n) for n in names}) if names else pl.DataFrame()
+    if q.group_labels and len(frame) > 1:
+        # the group values in Polars' order, as the other engines sort them (an Enum sorts by its
+        # categories, not as the strings the cells hold); then the window or time, in cell order
+        frame = frame.sort(list(q.group_labels), nulls_last=True, maintain_order=True)
     return frame
 
 

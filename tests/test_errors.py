@@ -108,6 +108,19 @@ def test_times_beyond_2_61_are_a_data_error(window, engine):
         cepvec.run(text, ev.with_columns(pl.col("time") + 10), engine=engine)
 
 
+@pytest.mark.parametrize("dtype", [pl.Int16, pl.UInt8, pl.Int32])
+def test_window_ends_beyond_a_narrow_time_dtype_are_a_data_error(dtype):
+    """window_start / window_end keep the time column's dtype (docs/semantics.md 7.3); a window end past
+    its range was Polars' cast error (found by a fuzzer)."""
+    ev = EV.with_columns(pl.col("time").cast(dtype))
+    text = "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN {w} SLIDE 1"
+    top = pl.select(dtype.max()).item()
+    with pytest.raises(cepvec.CepvecDataError, match=rf"the last SLIDE window ends at {4 + top}, beyond the range "
+                                                      rf"of time column 'time' \({dtype}, up to {top}\)"):
+        cepvec.run(text.format(w=top), ev)
+    assert cepvec.run(text.format(w=top - 4), ev).schema["window_end"] == dtype  # the last end fits
+
+
 def test_int128_columns_are_a_type_error():
     ev = EV.with_columns(pl.col("x").cast(pl.Int128))
     with pytest.raises(cepvec.CepvecTypeError, match=r"column 'x' is Int128; cepvec reads integers of up to 64 "

@@ -261,6 +261,13 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
             "could never be counted. Shift the times (e.g. subtract the minimum) or filter those rows")
     if len(times):
         _check_time_range(q, df, times, unit, (w or 0) + (s or 0))
+        if s is not None and dt.is_integer() and dt not in (pl.Int64, pl.UInt64):
+            end, top = int(times.max()) // s * s + w, pl.select(dt.max()).item()  # the last window's end
+            if end > top:
+                raise CepvecDataError(
+                    f"the last SLIDE window ends at {end}, beyond the range of time column '{q.time_col}' "
+                    f"({dt}, up to {top}), the dtype of window_start / window_end; cast the time column "
+                    f"to Int64: pl.col('{q.time_col}').cast(pl.Int64)")
     return Prepared(df, times, unit, dt, w, s)
 
 

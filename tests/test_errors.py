@@ -121,6 +121,18 @@ def test_window_ends_beyond_a_narrow_time_dtype_are_a_data_error(dtype):
     assert cepvec.run(text.format(w=top - 4), ev).schema["window_end"] == dtype  # the last end fits
 
 
+@pytest.mark.parametrize("text", ["RETURN MIN(A.x), MAX(A.x) PATTERN A+",
+                                  "RETURN MAX(A.x) PATTERN A+ WHERE A.x + NEXT(A).x != 3"])
+def test_overflow_of_a_min_max_query_says_what_overflows(text):
+    """A query of MIN / MAX alone keeps the number of matches (it tells which windows have one): the
+    message names it, not "a count or sum" the query does not ask for (found by a fuzzer)."""
+    ev = pl.DataFrame({"type": ["A"] * 70, "time": list(range(70)), "x": 1})
+    with pytest.raises(cepvec.CepvecOverflowError, match=r"^the exact int64 number of matches, which tells MIN / "
+                                                         r"MAX which windows have a match, overflows near time \d+ "):
+        cepvec.run(text, ev)
+    assert cepvec.run(text, ev, numeric="float64").row(0)[-1] == 1
+
+
 def test_int128_columns_are_a_type_error():
     ev = EV.with_columns(pl.col("x").cast(pl.Int128))
     with pytest.raises(cepvec.CepvecTypeError, match=r"column 'x' is Int128; cepvec reads integers of up to 64 "

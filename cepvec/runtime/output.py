@@ -26,8 +26,14 @@ _I64_FLOAT_LIMIT = 0.99 * 2.0**63
 
 def overflow_error(q: Query, where: str) -> CepvecOverflowError:
     """The error of an exact int64 count or sum leaving the int64 range ``where`` (e.g. "near time 5")."""
+    text = " ".join(q.text.split())
+    if all(a.func in ("MIN", "MAX") for a in q.aggs):  # the count is kept: it tells which windows have a match
+        return CepvecOverflowError(
+            f"the exact int64 number of matches, which tells MIN / MAX which windows have a match, overflows "
+            f"{where} for query {text!r}; pass numeric='float64' (the number of matches as a float; the MIN / "
+            "MAX values stay exact)")
     return CepvecOverflowError(
-        f"an exact int64 count or sum overflows {where} for query {' '.join(q.text.split())!r}; pass "
+        f"an exact int64 count or sum overflows {where} for query {text!r}; pass "
         "numeric='float64' for approximate results")
 
 

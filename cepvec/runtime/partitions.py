@@ -161,6 +161,10 @@ class Partitions:
     def _on_new_keys(self) -> None:
         """Hook for subclasses that size per-partition state by ``len(self.keys)``."""
 
+    def locate(self, pid: int, t: int) -> str:
+        """Where an error happened, for its message: the partition's keys (if any) and the time."""
+        return f"in partition {self.describe(pid)} near time {t}" if self.q.partition_by else f"near time {t}"
+
     def describe(self, pid: int) -> dict:
         key = self.keys.filter(pl.col("__pid") == pid).drop("__pid").to_dicts()
         return key[0] if key else {}

@@ -409,7 +409,7 @@ class LinearStream(Partitions):
         self.carry = {"t": ev_t[idx], "prog": ev_prog[idx], "w": ev_w[idx], "pid": pid}
 
     def _raise_overflow(self, pid: int, t: int):
-        raise overflow_error(self.q, f"in partition {self.describe(pid)} near time {t}")
+        raise overflow_error(self.q, self.locate(pid, t))
 
     # -------------------------------------------------------------- results
     def result_cells(self) -> pl.DataFrame:

@@ -403,7 +403,7 @@ class ScanRun:
             n_ev = n_ev * np.clip(n_ev * (w / span), 1, n_ev)  # floats: n_ev * w may leave int64
         for err in map_threads(run, split_ranges(n_ev, threads.MIN_EVENTS_PER_THREAD // 16)):
             if err[0]:
-                raise overflow_error(q, f"in partition {parts.describe(int(err[1]))} near time {int(err[2])}")
+                raise overflow_error(q, parts.locate(int(err[1]), int(err[2])))
         # cells: (partition, key) -> values
         seg_of_row = np.repeat(np.arange(n_seg), cap)
         row_in_seg = np.arange(n_out) - out_ptr[:-1][seg_of_row]

@@ -366,7 +366,7 @@ class TrendStream:
                 f"{self.parts.describe(int(err[1]))} of query {' '.join(self.q.text.split())!r}: every event is "
                 f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
                 "events; use a coarser SLIDE or a shorter WITHIN")
-        raise overflow_error(self.q, f"in partition {self.parts.describe(int(err[1]))} near time {int(err[2])}")
+        raise overflow_error(self.q, self.parts.locate(int(err[1]), int(err[2])))
 
     # -------------------------------------------------------------- results
     def group_frame(self) -> pl.DataFrame:

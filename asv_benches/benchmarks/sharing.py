@@ -28,6 +28,8 @@ uniform or Zipf item popularity (``ecommerce_stream``).
 * ``SharingWithin``: the workload under ``WITHIN 20 min`` alone and with
   ``EMIT CHANGES`` (no SLIDE), uniform and Zipf items, 20 and 120 queries;
   ``run_many``, ``sharing="none"`` and ``cepvec.run`` per query.
+* ``SharingTypeColumn``: the 120 queries of ``Sharing`` (uniform items) with the type column
+  as String, Categorical or Enum.
 * ``SharingPredicates``: the same workload with local predicates
   (:func:`with_predicates`: a price threshold from a pool of three on the
   first item of two queries in three, and on the second of one in three), so
@@ -246,3 +248,27 @@ class SharingWithin:
     def time_per_query(self, n_queries, distribution, window):
         for q in self.queries:
             cepvec.run(q, self.events)
+
+
+class SharingTypeColumn:
+    """The 120-query workload (``Sharing``) with its type column as String, Categorical or Enum: the
+    executor reads the string views or the physical ids of the categories (one ``TypeCodes``)."""
+
+    params = [["string", "categorical", "enum"]]
+    param_names = ["type_dtype"]
+    timeout = 900
+    number = 1
+    repeat = 3
+
+    def setup(self, type_dtype):
+        import polars as pl
+
+        ev = events("uniform")
+        dtype = {"string": pl.String, "categorical": pl.Categorical,
+                 "enum": pl.Enum(sorted(ev["type"].unique().to_list()))}[type_dtype]
+        self.events = ev.with_columns(pl.col("type").cast(dtype))
+        self.workload = cepvec.workload(ecommerce_workload(120, seed=SEED))
+        cepvec.run_many(self.workload, self.events.head(2000))
+
+    def time_run_many(self, type_dtype):
+        cepvec.run_many(self.workload, self.events)

@@ -141,9 +141,9 @@ class ScanRun:
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         """Consume the next time-ordered batch (``times`` in the time unit).
 
-        With a window, the batch is cut into pieces (:meth:`_pieces`); this thread encodes each
-        piece in turn (:meth:`_encode`: the pattern's events, then their partition ids, which are
-        numbered in input order) while the pieces before it scan in the pool.
+        With a window, the batch is encoded (:meth:`_encode`: the pattern's events, then their
+        partition ids, numbered in input order) and cut into pieces (:meth:`_pieces`) that scan in
+        the pool.
         """
         if not len(df):
             return
@@ -156,14 +156,11 @@ class ScanRun:
         if not self.incremental:
             self.frames.append(df)
             return
-        # with threads, the batch's halves are encoded side by side and their partition ids taken in
-        # input order before any piece scans (this thread then only hands pieces to the pool)
-        halves = 2 if threads.n_threads() > 1 and len(df) >= threads.MIN_EVENTS_PER_THREAD else 1
-        cuts = np.linspace(0, len(df), halves + 1).astype(np.int64)
-        parts = threads.map_threads(self._events, [df[int(a):int(b)] for a, b in zip(cuts[:-1], cuts[1:])])
-        for part in [self._with_ids(p) for p in parts]:
-            for c, d in self._pieces(len(part)):
-                self._push_piece(part[c:d])
+        # one encoding of the batch (Polars spreads it over its threads; the partition ids of a long
+        # column are taken in two threads), then pieces scan in the pool while this thread hands them on
+        part = self._encode(df)
+        for c, d in self._pieces(len(part)):
+            self._push_piece(part[c:d])
 
     def _pieces(self, n: int) -> list[tuple[int, int]]:
         """Row ranges of a batch of ``n`` events: about ``CHUNK`` events, or ``EVENTS_PER_PARTITION``

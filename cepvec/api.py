@@ -490,7 +490,8 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
 
 
 def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", numeric: str = "int64",
-             time_unit: str | None = None) -> dict[str, pl.DataFrame]:
+             time_unit: str | None = None, type_col: str | None = None,
+             time_col: str | None = None) -> dict[str, pl.DataFrame]:
     """Evaluate many queries over one input in one pass, sharing what the sharing plan shares.
 
     Parameters
@@ -507,6 +508,9 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     engine, numeric, time_unit
         As in :func:`run`; ``engine="reference"`` runs every query alone on the
         reference engine.
+    type_col, time_col : str, optional
+        As in :func:`run`, for every query given as text (a compiled query or
+        :class:`Workload` carries its own; a different name is an error).
 
     Returns
     -------
@@ -532,11 +536,27 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     """
     from cepvec.sharing import run_many as run_many_  # noqa: PLC0415  (the multi-query layer)
 
+    if type_col is not None or time_col is not None:
+        queries = _with_columns(queries, type_col, time_col)
     if _is_spark(events):  # one Spark job per layout group, the shared executor in each (docs/sharing.md)
         from cepvec.spark_adapter.many import run_many_spark  # noqa: PLC0415  (optional dependency)
 
         return run_many_spark(queries, events, sharing=sharing, engine=engine, numeric=numeric, time_unit=time_unit)
     return run_many_(queries, events, sharing=sharing, engine=engine, numeric=numeric, time_unit=time_unit)
+
+
+def _with_columns(queries, type_col: str | None, time_col: str | None):
+    """``queries`` with every text compiled for these column names (:func:`_as_query`; errors name the query)."""
+    from cepvec.sharing.workload import Workload, named, normalize_queries  # noqa: PLC0415
+
+    items = queries.queries if isinstance(queries, Workload) else normalize_queries(queries)
+    out = {}
+    for name, q in items.items():
+        try:
+            out[name] = _as_query(q, type_col, time_col)
+        except CepvecError as exc:
+            raise named(exc, name) from None
+    return queries if isinstance(queries, Workload) else out
 
 
 def workload(queries, *, sharing: str = "auto"):

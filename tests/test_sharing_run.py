@@ -53,6 +53,18 @@ def test_list_names_and_float_numeric():
     assert_same(got, {"q0": texts[0], "q1": texts[1]}, ev, numeric="float64")
 
 
+def test_type_and_time_column_names_as_in_run():
+    ev = pl.DataFrame({"kind": ["A", "B", "C", "B"], "ts": [1, 2, 3, 4]})
+    texts = {"ab": "RETURN COUNT(*) PATTERN SEQ(A, B)", "abc": "RETURN COUNT(*) PATTERN SEQ(A, B, C)"}
+    got = cepvec.run_many(texts, ev, type_col="kind", time_col="ts")
+    for name, text in texts.items():
+        assert_frame_equal(got[name], cepvec.run(text, ev, type_col="kind", time_col="ts"))
+    compiled = {"ab": cepvec.compile(texts["ab"])}
+    with pytest.raises(cepvec.CepvecPlanError, match="^query 'ab': type_col='kind' was given, but the compiled query "
+                                                     "reads column 'type'"):
+        cepvec.run_many(compiled, ev, type_col="kind", time_col="ts")
+
+
 def test_a_query_that_fails_to_compile_names_itself():
     with pytest.raises(cepvec.CepvecSyntaxError, match=r"^query 'bad': "):
         cepvec.run_many({"ok": "RETURN COUNT(*) PATTERN SEQ(A, B)", "bad": "RETURN COUNT(*) PATTERN SEQ(A,"},

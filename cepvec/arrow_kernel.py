@@ -108,6 +108,8 @@ _SPARK_DDL = {
 def _spark_type(dt) -> str:
     if isinstance(dt, pl.Datetime):
         return "TIMESTAMP"
+    if dt.is_decimal() and dt.precision is not None and dt.precision <= 38:  # MIN / MAX of a Decimal column
+        return f"DECIMAL({dt.precision},{dt.scale})"
     for k, v in _SPARK_DDL.items():
         if dt == k:
             return v

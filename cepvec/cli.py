@@ -80,6 +80,16 @@ def read_events(path: str | Path) -> pl.DataFrame:
         raise CliError(f"cannot read input file '{path}' as {ext[1:]}: {exc}") from exc
 
 
+def _unique_keys(pairs: list) -> dict:
+    """``json.loads`` hook: an object as a dict, a key given twice a KeyError (json keeps the last)."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise KeyError(k)
+        out[k] = v
+    return out
+
+
 def parse_time_strings(df: pl.DataFrame, time_col: str, path: str | Path) -> pl.DataFrame:
     """Parse a time column of ISO 8601 strings (a CSV file's timestamps) into a Datetime column.
 
@@ -98,14 +108,33 @@ def parse_time_strings(df: pl.DataFrame, time_col: str, path: str | Path) -> pl.
     try:
         parsed = col.str.strip_chars().str.to_datetime(time_unit=unit, strict=True)
     except pl.exceptions.PolarsError:
-        ok = col.str.strip_chars().str.to_datetime(time_unit=unit, strict=False)
-        bad = (ok.is_null() & col.is_not_null()).arg_true()
+        text = col.str.strip_chars()
+        zoned = text.str.contains(_ZONE)
+        if zoned.any() and not zoned.fill_null(True).all():
+            a, b = int(zoned.arg_true()[0]), int((~zoned).fill_null(False).arg_true()[0])
+            raise CliError(
+                f"time column '{time_col}' of '{path}' mixes timestamps with a zone (row {a + 1}: {col[a]!r}) "
+                f"and without one (row {b + 1}: {col[b]!r}); write every time with Z or an offset, or none "
+                "of them") from None
+        iso, integer = text.str.contains(_ISO), text.str.contains(r"^[+-]?\d+$")
+        if iso.any() and integer.any():
+            a, b = int(iso.arg_true()[0]), int(integer.arg_true()[0])
+            raise CliError(
+                f"time column '{time_col}' of '{path}' mixes ISO 8601 timestamps (row {a + 1}: {col[a]!r}) and "
+                f"integers (row {b + 1}: {col[b]!r}); write every time in one form") from None
+        bad = (~iso & ~integer & col.is_not_null()).arg_true()
+        if not len(bad):  # shaped like a timestamp, not one (month 13): the rows Polars cannot read
+            bad = (text.str.to_datetime(time_unit=unit, strict=False).is_null() & col.is_not_null()).arg_true()
         row = int(bad[0]) if len(bad) else 0
         raise CliError(
             f"time column '{time_col}' of '{path}' holds text that is not an ISO 8601 timestamp: row {row + 1} "
             f"has {col[row]!r}. Write times as integers or as ISO 8601 timestamps (2024-05-01T10:00:00, "
             "2024-05-01 10:00:00.250, 2024-05-01T10:00:00Z), one form per file") from None
     return df.with_columns(parsed)
+
+
+_ZONE = r"(Z|[+-]\d{2}:?\d{2})$"
+_ISO = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?" + _ZONE.replace("$", "?$")
 
 
 def write_table(df: pl.DataFrame, path: str | Path) -> None:
@@ -168,9 +197,12 @@ def read_workload(path: str) -> dict[str, str]:
     suffix = p.suffix.lower()
     if suffix in (".toml", ".json"):
         try:
-            data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
+            data = tomllib.loads(text) if suffix == ".toml" else json.loads(text, object_pairs_hook=_unique_keys)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
             raise CliError(f"workload file '{path}' is not valid {suffix[1:].upper()}: {exc}") from exc
+        except KeyError as exc:  # a name given twice (TOML refuses it itself)
+            raise CliError(f"workload file '{path}' names query {exc.args[0]!r} twice; give each query its own "
+                           "name") from None
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise CliError(f"workload file '{path}' must map query names to query text, e.g. q1 = \"RETURN ...\"")
         queries = dict(data)

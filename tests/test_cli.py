@@ -125,6 +125,23 @@ def test_run_names_a_time_string_that_is_no_timestamp(tmp_path, capsys):
                           "timestamp: row 2 has \"10 o'clock\". Write times as integers or as ISO 8601")
 
 
+@pytest.mark.parametrize(("rows", "message"), [
+    ("A,1\nB,xx", "holds text that is not an ISO 8601 timestamp: row 2 has 'xx'"),
+    ("A,abc\nB,xyz", "holds text that is not an ISO 8601 timestamp: row 1 has 'abc'"),
+    ("A,2024-01-01T00:00:00\nB,2024-01-01T00:00:05Z", "mixes timestamps with a zone (row 2: "
+     "'2024-01-01T00:00:05Z') and without one (row 1: '2024-01-01T00:00:00')"),
+    ("A,2024-01-01T00:00:00\nB,7", "mixes ISO 8601 timestamps (row 1: '2024-01-01T00:00:00') and integers "
+     "(row 2: '7')"),
+])
+def test_run_names_what_is_wrong_with_time_strings(tmp_path, capsys, rows, message):
+    """Text no format fits was Polars' own error and a traceback; a valid zoned time beside naive ones was
+    called "not an ISO 8601 timestamp" (found by a fuzzer)."""
+    path = tmp_path / "events.csv"
+    path.write_text(f"type,time\n{rows}\n")
+    assert main(["run", "RETURN COUNT(*) PATTERN SEQ(A, B)", str(path)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: time column 'time' of '{path}' {message}")
+
+
 def test_run_query_from_file(tmp_path, capsys):
     qfile = tmp_path / "query.cep"
     qfile.write_text(QUERY.replace(" WHERE", "\nWHERE").replace(" WITHIN", "\nWITHIN") + "\n")

@@ -172,3 +172,24 @@ def test_rows_of_every_engine_in_the_same_group_order(dtype):
             assert got == want, (engine, text)
             ran.append(engine)
         assert "reference" in ran and len(ran) >= 3, ran
+
+
+@pytest.mark.parametrize("text", [
+    "RETURN MAX(B.v), MIN(B.v), MIN(A.v), SUM(B.v) PATTERN SEQ(A, B)",
+    "RETURN g, MAX(B.v), MIN(B.v) PATTERN SEQ(A, B+) WHERE [g] GROUP-BY g WITHIN 3 SLIDE 1",
+    "RETURN g, MAX(B.v) PATTERN SEQ(A, B+) WHERE [id] AND B.v < NEXT(B).v GROUP-BY g",
+    "RETURN MAX(B.v) PATTERN SEQ(A, B) WITHIN 3 EMIT CHANGES",
+])
+def test_min_max_of_decimals_keep_their_scale(text):
+    """MIN / MAX of a Decimal column on the scan path came out as the scaled integers (10^scale too
+    large, dtype Object; found by a fuzzer): the reference engine's rows and dtypes."""
+    from decimal import Decimal
+
+    vals = ["1.50", "2.25", None, "-1.00", "3.10", "0.05", "2.25", None]
+    df = pl.DataFrame({"type": list("ABABBABB"), "time": [1, 2, 3, 4, 5, 6, 7, 8], "g": [0, 0, 1, 1, 0, 1, 1, 0],
+                       "id": [0, 1, 0, 1, 0, 1, 0, 1], "v": [Decimal(v) if v else None for v in vals]},
+                      schema_overrides={"v": pl.Decimal(10, 2)})
+    want = cepvec.run(text, df, engine="reference")
+    got = cepvec.run(text, df)
+    assert got.schema == want.schema
+    assert got.rows() == want.rows() and len(want)

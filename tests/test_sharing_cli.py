@@ -47,3 +47,7 @@ def test_workload_errors(tmp_path, capsys):
     assert "cannot name an output file" in capsys.readouterr().err
     assert main(["run", "--workload", str(bad), "q.cep", str(events), "-o", str(tmp_path / "o")]) == 2
     assert "run takes QUERY INPUT, or --workload FILE INPUT -o DIR" in capsys.readouterr().err
+    twice = tmp_path / "twice.json"  # json keeps the last of two equal keys: one query would be lost
+    twice.write_text('{"a": "RETURN COUNT(*) PATTERN SEQ(A, B)", "a": "RETURN COUNT(*) PATTERN SEQ(A, C)"}')
+    assert main(["run", "--workload", str(twice), str(events), "-o", str(tmp_path / "o")]) == 2
+    assert f"error: workload file '{twice}' names query 'a' twice" in capsys.readouterr().err

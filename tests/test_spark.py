@@ -468,3 +468,13 @@ def test_no_progress_bar_in_spark_tasks(spark):
 
     rows = spark.range(4, numPartitions=2).mapInArrow(probe, "on boolean, worker boolean").collect()
     assert rows and all(r.worker and not r.on for r in rows)
+
+
+def test_min_max_of_a_decimal_column_on_spark(spark):
+    """A Spark DECIMAL column's MIN / MAX (the output type had no Spark mapping; found by a fuzzer)."""
+    from decimal import Decimal
+
+    sdf = spark.createDataFrame([("A", 1, Decimal("1.50")), ("B", 2, Decimal("2.25")), ("B", 3, Decimal("-1.00"))],
+                                "type STRING, time BIGINT, v DECIMAL(10,2)")
+    got = cepvec.run("RETURN MAX(B.v), MIN(B.v) PATTERN SEQ(A, B)", sdf).collect()
+    assert [tuple(r) for r in got] == [(Decimal("2.25"), Decimal("-1.00"))]

@@ -179,8 +179,9 @@ def in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame
     def take(x):
         if isinstance(x, str):  # a group column
             return _repeat_ranked(ranked, x, per_rank)
-        if isinstance(x, pl.Series):  # NumPy when there are no nulls (a plain gather)
-            return pl.Series(x.name, np.take(x.to_numpy(), order)) if not x.null_count() else x.gather(order)
+        if isinstance(x, pl.Series):  # NumPy for null-free numbers (a plain gather; a Decimal would be objects)
+            plain = not x.null_count() and (x.dtype.is_integer() or x.dtype.is_float() or x.dtype == pl.Boolean)
+            return pl.Series(x.name, np.take(x.to_numpy(), order), dtype=x.dtype) if plain else x.gather(order)
         return np.take(x, order)
 
     items = [key, *columns.values(), *finished.values(), *q.group_by]

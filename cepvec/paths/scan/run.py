@@ -18,6 +18,8 @@ is held back as there (ties are processed together).
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import polars as pl
 
@@ -59,8 +61,14 @@ class _MinMaxCodes:
             self.kind = "s"
         else:
             self.ok = series.is_not_null().to_numpy()
-            self.codes = series.to_physical().cast(pl.Int64).fill_null(0).to_numpy().astype(np.int64)
-            self.kind = "i"
+            # a Decimal's physical values are its scaled integers (decoded with the scale below)
+            self.kind = "d" if dt.is_decimal() else "i"
+            try:
+                self.codes = series.to_physical().cast(pl.Int64).fill_null(0).to_numpy().astype(np.int64)
+            except pl.exceptions.InvalidOperationError:
+                raise CepvecDataError(
+                    f"MIN / MAX of column '{series.name}' ({dt}): a value does not fit in Int64"
+                    + (" once scaled" if self.kind == "d" else "") + "; use engine='reference'") from None
 
     def decode(self, codes: np.ndarray, valid: np.ndarray) -> pl.Series:
         if self.kind == "f":
@@ -69,6 +77,10 @@ class _MinMaxCodes:
         elif self.kind == "s":
             idx = np.where(valid, codes, 0)
             s = pl.Series([self.dictionary[i] if ok else None for i, ok in zip(idx, valid)], dtype=pl.String)
+        elif self.kind == "d":  # scaled integers back to decimals (a few result cells: Python objects)
+            scale = self.dtype.scale
+            return pl.Series([Decimal(int(c)).scaleb(-scale) if ok else None for c, ok in zip(codes, valid)],
+                             dtype=self.dtype)
         else:
             s = pl.Series(codes, dtype=pl.Int64)
         s = pl.select(pl.when(pl.Series(valid)).then(s).otherwise(None)).to_series()

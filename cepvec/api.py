@@ -137,7 +137,26 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     prep = prepare(q, events, time_unit=time_unit)
     output_schema(q, prep.df.schema, prep.time_dtype, numeric)  # type errors before any work
     check_predicate_types(q, prep.df.schema)
+    if engine == "auto":
+        q, prep = _without_covering_window(q, prep)
     return run_engine(q, prep, choose(q, engine, prep.df.schema), numeric=numeric)
+
+
+def _without_covering_window(q: Query, prep):
+    """``WITHIN w`` alone (or with EMIT CHANGES) over input whose times span less than ``w`` holds
+    every match, negative ones too: the query without it has the same rows, and it runs on the
+    faster paths (the Kleene paths keep per-start state under WITHIN alone: a window over ``k``
+    events costs ``k`` per event and predecessor, against ``log n`` without one)."""
+    import dataclasses
+
+    from cepvec.plan.ir import Window
+
+    if q.window.kind not in ("within", "emit") or prep.w is None or not len(prep.times):
+        return q, prep
+    if int(prep.times.max()) - int(prep.times.min()) >= prep.w:
+        return q, prep
+    window = Window("none") if q.window.kind == "within" else Window("emit")
+    return dataclasses.replace(q, window=window), dataclasses.replace(prep, w=None)
 
 
 def matches(query, events, *, limit: int | None = 1000, time_unit: str | None = None, engine: str = "auto",

@@ -306,3 +306,33 @@ def test_shared_overflow_raises_like_run():
         alone(text, ev)
     with pytest.raises(cepvec.CepvecOverflowError, match="overflows"):
         cepvec.run_many({"big": text, "small": "RETURN COUNT(*) PATTERN SEQ(A, B)"}, ev)
+
+
+def test_a_group_whose_state_passes_the_budget_runs_unshared(monkeypatch):
+    """The executor's state is dense per partition (10^5 customers took 24 GB): past ``STATE_BUDGET`` a
+    group's queries run on their own paths, with the same frames."""
+    import numpy as np
+
+    from cepvec.sharing import run as R
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    ev = pl.DataFrame({"type": rng.choice(list("ABCD"), n), "time": np.sort(rng.integers(0, 1500, n)),
+                       "id": rng.integers(0, 300, n)})
+    texts = {f"q{i}": f"RETURN id, COUNT(*) PATTERN SEQ({p}) GROUP-BY id WITHIN 40 SLIDE 10"
+             for i, p in enumerate(["A, B", "A, B, C", "A, B, D", "B, C"])}
+    wl = cepvec.workload(texts)
+    preps, choices = R.prepare_workload(wl, ev)
+    shared = wl.plan.shared_groups
+    assert shared
+
+    def shared_runs():
+        return [names for _, _, names in R.WorkloadRun(wl.queries, preps, choices, shared=shared).runs if names]
+
+    assert shared_runs()
+    per_partition = R.SharedRun({n: wl.queries[n] for n in shared[0]}, preps["q0"]).bytes_per_partition()
+    monkeypatch.setattr(R, "STATE_BUDGET", per_partition * 300 - 1)  # 300 customers need one byte more
+    assert not shared_runs()
+    assert_same(cepvec.run_many(wl, ev), texts, ev)
+    monkeypatch.setattr(R, "STATE_BUDGET", per_partition * 300)
+    assert shared_runs()

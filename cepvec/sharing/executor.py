@@ -260,6 +260,10 @@ class SharedRun:
     def n_part(self) -> int:
         return len(self.state[_C])
 
+    def bytes_per_partition(self) -> int:
+        """Bytes of state each partition holds (every trie node's counts by start pane, dense)."""
+        return sum(a.itemsize * int(np.prod(a.shape[1:])) for a in self.state)
+
     def _grow(self, n_part: int):
         old = self.state
         self._alloc(max(n_part, 2 * len(old[0])))

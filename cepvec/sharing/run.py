@@ -12,6 +12,7 @@ take), and each query's frame is finished exactly as ``cepvec.run`` finishes it.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import polars as pl
 
@@ -73,6 +74,29 @@ def prepare_workload(wl: Workload, events, *, engine: str = "auto", numeric: str
     return preps, choices
 
 
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover (not POSIX)
+        return 8 << 30
+
+
+#: Bytes the shared executor's state may take (1 GiB, at most a quarter of the machine's memory, or
+#: ``CEPVEC_SHARED_STATE_BYTES``): its state is dense per partition (every trie node's counts by start
+#: pane), about 0.24 MB per partition for Sharon's 120 queries under SLIDE, so 10^5 customers took
+#: 24 GB. A group whose partitions in the input need more runs its queries on their own paths (as
+#: ``sharing="none"``), whose state grows with the events instead. Measured on that workload (10^6
+#: events, one process): 3 000 customers (0.72 GB) shared 3.6 s, unshared 4.4 s; 10 000 (2.4 GB)
+#: shared 8.4 s, unshared 4.7 s.
+STATE_BUDGET = int(os.environ.get("CEPVEC_SHARED_STATE_BYTES", 0)) or min(1 << 30, _physical_memory() // 4)
+
+
+def _state_bytes(run, q: Query, p: Prepared) -> int:
+    """The shared state ``run`` would hold for the partitions of the prepared input ``p``."""
+    n_part = p.df.select(q.partition_by).n_unique() if q.partition_by and len(p.df) else 1
+    return run.bytes_per_partition() * n_part
+
+
 class WorkloadRun:
     """Every query of a workload over one stream of time-ordered batches (``push`` then ``finish``).
 
@@ -93,7 +117,10 @@ class WorkloadRun:
             # SUM / AVG of a float attribute with exact counts: on the query's own path (runs_shared)
             names = tuple(n for n in names if runs_shared(queries[n], p.df.schema, numeric))
             if names:
-                self.runs.append((names[0], SharedRun({n: queries[n] for n in names}, p, numeric=numeric), names))
+                run = SharedRun({n: queries[n] for n in names}, p, numeric=numeric)
+                if _state_bytes(run, queries[names[0]], p) > STATE_BUDGET:
+                    continue  # too many partitions for the dense shared state: each query on its own path
+                self.runs.append((names[0], run, names))
                 in_shared.update(names)
         for name, q in queries.items():
             if name not in in_shared:

@@ -201,7 +201,6 @@ def test_min_max_of_decimals_keep_their_scale(text):
     "RETURN COUNT(*), MIN(A.x) PATTERN A+ WHERE A.x + NEXT(A).x != 3 {w}",
     "RETURN COUNT(*), SUM(b.x) PATTERN SEQ(NOT C, A a, B b) {w}",
     "RETURN id, COUNT(*) PATTERN SEQ(A, B+, NOT C) WHERE [id] GROUP-BY id {w}",
-    "RETURN COUNT(*) PATTERN SEQ(A, NOT SEQ(C, B), B) {w}",
 ])
 @pytest.mark.parametrize("window", ["WITHIN {span}", "WITHIN {span} EMIT CHANGES"])
 def test_a_within_that_covers_the_input_is_dropped_exactly(text, window):

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cepvec
-from cepvec.kernels import _jit
 from cepvec.runtime import partitions as P
 from tests.strategies import examples
 
@@ -34,10 +33,10 @@ def _ids_in_batches(parts: P.Partitions, df: pl.DataFrame, cuts: list[int], meth
 
 
 def _coded_agrees_with_joined(schema: dict, q, df: pl.DataFrame, cuts: list[int]) -> None:
-    """The ids of ``df`` cut at ``cuts``, through the codes (any size) and through the join."""
+    """The ids of ``df`` cut at ``cuts``, through the codes (any size, CODED_IDS_FROM = 0) and through the join."""
     coded, joined = P.Partitions(q, schema), P.Partitions(q, schema)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_jit, "NUMPY_BELOW", 0)
+        mp.setattr(P, "CODED_IDS_FROM", 0)
         got = _ids_in_batches(coded, df, cuts, P.Partitions.ids)
     assert got == _ids_in_batches(joined, df, cuts, P.Partitions._joined_ids)
     assert coded.keys.equals(joined.keys)
@@ -102,7 +101,7 @@ def test_coded_ids_of_every_pair_in_two_orders(kind):
 def test_a_hash_collision_falls_back_to_the_join(monkeypatch):
     """Every string hashed to one code: the check finds rows of one code with different keys."""
     col = pl.Series("id", ["a", "b", "a", None, "c"])
-    monkeypatch.setattr(_jit, "NUMPY_BELOW", 0)
+    monkeypatch.setattr(P, "CODED_IDS_FROM", 0)
     monkeypatch.setattr(P, "_row_codes", lambda c: (np.zeros(len(c), np.int64), False))
     got = P.Partitions(Q, {"id": pl.String}).ids(pl.DataFrame({"id": col}))
     assert got.tolist() == [0, 1, 0, 2, 3]
@@ -139,7 +138,7 @@ E2E_QUERIES = {
 @pytest.mark.parametrize("path", sorted(E2E_QUERIES))
 def test_every_path_gets_the_same_rows_through_codes_and_join(kind, path):
     """3 000 events whose keys repeat NaN, -0.0, null and long strings: every path's rows with the ids
-    from row codes (any size) equal those with the ids from the join of every row (the ids differ in
+    from row codes (any size, CODED_IDS_FROM = 0) equal those with the ids from the join of every row (the ids differ in
     nothing a path can see), and the shared executor's too."""
     import numpy as np
 
@@ -152,7 +151,7 @@ def test_every_path_gets_the_same_rows_through_codes_and_join(kind, path):
     runs = []
     for below in (0, 1 << 40):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_jit, "NUMPY_BELOW", below)
+            mp.setattr(P, "CODED_IDS_FROM", below)
             runs.append((cepvec.run(text, df), cepvec.run_many({"q": text, "q2": E2E_QUERIES["linear"]}, df)))
     (coded, coded_many), (joined, joined_many) = runs
     assert len(coded) > 0

@@ -10,6 +10,12 @@ from cepvec.kernels.keys import dense_ids, dense_ids_direct, min_max, renumber_n
 from cepvec.runtime import threads
 
 
+#: From this many rows on, keys other than one null-free integer column take row codes and the Numba
+#: tables (:meth:`Partitions._coded_ids`); fewer rows go through the Polars join (no kernel to compile
+#: for a first run on small data). Tests set it to 0 to run the codes on small inputs too.
+CODED_IDS_FROM = 1 << 14
+
+
 class Partitions:
     """Dense partition ids for the partition keys (GROUP-BY plus unqualified equivalences).
 
@@ -59,7 +65,7 @@ class Partitions:
             col = df[self.int_key]
             if col.null_count() == 0:
                 return self._int_ids(col)
-        if len(df) >= _jit.NUMPY_BELOW:
+        if len(df) >= CODED_IDS_FROM:
             ids = self._coded_ids(df)
             if ids is not None:
                 return ids

@@ -35,8 +35,8 @@ SLOW = os.environ.get("CEPVEC_TESTS") == "slow"
 
 
 def examples(n: int) -> int:
-    """Hypothesis ``max_examples``: ``n`` in the slow profile, a fifth (at least 20) by default."""
-    return n if SLOW else max(20, n // 5)
+    """Hypothesis ``max_examples``: ``n`` in the slow profile, a quarter (at least 25) by default."""
+    return n if SLOW else max(25, n // 4)
 
 
 def sweep_size(n: int) -> int:

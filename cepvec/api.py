@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 
 from cepvec.paths.reference.run import reference_progress
@@ -12,7 +14,7 @@ from cepvec.paths.match.run import wide_frame
 from cepvec.runtime.overlap import check_overlap
 from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
 from cepvec.plan.compile import compile_query
-from cepvec.plan.ir import Query
+from cepvec.plan.ir import Query, Window
 
 NUMERIC = ("int64", "float64")
 
@@ -147,10 +149,6 @@ def _without_covering_window(q: Query, prep):
     every match, negative ones too: the query without it has the same rows, and it runs on the
     faster paths (the Kleene paths keep per-start state under WITHIN alone: a window over ``k``
     events costs ``k`` per event and predecessor, against ``log n`` without one)."""
-    import dataclasses
-
-    from cepvec.plan.ir import Window
-
     if q.window.kind not in ("within", "emit") or prep.w is None or not len(prep.times):
         return q, prep
     if int(prep.times.max()) - int(prep.times.min()) >= prep.w:

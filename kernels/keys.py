@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline
+from .views import VIEW_HI_MASK, VIEW_LO_MASK, byte_at
 
 
 @jit
@@ -24,8 +25,8 @@ def min_max(vals):
 def dense_ids_direct(vals, vmin, direct, n_known, ids):
     """Dense id per int64 key through a direct table (``direct[v - vmin]``, -1: new key),
     written to ``ids``; new keys numbered from ``n_known`` in order of first appearance
-    (and entered in ``direct``). Returns the new keys."""
-    new_keys = np.empty(min(vals.shape[0], direct.shape[0]), np.int64)  # no reassignment inside the loop
+    (and entered in ``direct``). Returns the row of each new key's first appearance."""
+    first = np.empty(min(vals.shape[0], direct.shape[0]), np.int64)  # no reassignment inside the loop
     n_new = 0
     for i in range(vals.shape[0]):
         j = vals[i] - vmin
@@ -33,10 +34,10 @@ def dense_ids_direct(vals, vmin, direct, n_known, ids):
         if p < 0:
             p = n_known + n_new
             direct[j] = p
-            new_keys[n_new] = vals[i]
+            first[n_new] = i
             n_new += 1
         ids[i] = p
-    return new_keys[:n_new].copy()
+    return first[:n_new].copy()
 
 
 @jit_inline
@@ -48,10 +49,11 @@ def _slot(v, shift):
 
 
 @jit
-def dense_ids(vals, tab_key, tab_id, n_known):
-    """Dense id per int64 key (open addressing), new keys numbered from ``n_known``.
+def dense_ids(vals, tab_key, tab_id, n_known, ids):
+    """Dense id per int64 key (open addressing) into ``ids``, new keys numbered from ``n_known``.
 
-    Returns ``(ids, new_keys, tab_key, tab_id)``; the table is grown (and
+    Returns ``(first, tab_key, tab_id)``: ``first`` holds the row of each new key's first
+    appearance (in order: new key ``n_known + j`` is ``vals[first[j]]``); the table is grown (and
     returned) when more than half full. Empty slots have ``tab_id < 0``.
     """
     n = vals.shape[0]
@@ -59,8 +61,7 @@ def dense_ids(vals, tab_key, tab_id, n_known):
     shift = 64
     while (1 << (64 - shift)) < size:
         shift -= 1
-    ids = np.empty(n, np.int64)
-    new_keys = np.empty(16, np.int64)
+    first = np.empty(16, np.int64)
     n_new = 0
     used = n_known
     last_key = np.int64(0)
@@ -92,12 +93,12 @@ def dense_ids(vals, tab_key, tab_id, n_known):
                     continue
                 tab_key[j] = v
                 tab_id[j] = used
-                if n_new == new_keys.shape[0]:
+                if n_new == first.shape[0]:
                     nk = np.empty(2 * n_new, np.int64)
                     for c in range(n_new):  # a loop: slice assignment compiles shape-error formatting (~1.5 s cold)
-                        nk[c] = new_keys[c]
-                    new_keys = nk
-                new_keys[n_new] = v
+                        nk[c] = first[c]
+                    first = nk
+                first[n_new] = i
                 n_new += 1
                 used += 1
                 ids[i] = tab_id[j]
@@ -108,7 +109,7 @@ def dense_ids(vals, tab_key, tab_id, n_known):
             j = (j + 1) & (size - 1)
         last_key = v
         last_id = ids[i]
-    return ids, new_keys[:n_new].copy(), tab_key, tab_id
+    return first[:n_new].copy(), tab_key, tab_id
 
 
 @jit
@@ -118,3 +119,37 @@ def renumber_new(ids, n_known, remap):
         p = ids[i]
         if p >= n_known:
             ids[i] = remap[p - n_known]
+
+
+@jit
+def views_equal_first(views, addrs, ids, first, lo, hi):
+    """True when the string of every row ``i`` in ``[lo, hi)`` equals the string of the first row
+    of its id (``first[ids[i]]``), read from Arrow string views: ``views`` the (n, 2) uint64 view words,
+    ``addrs`` the addresses of the variadic data buffers (strings over 12 bytes; see
+    ``kernels/views.py``). Checks ids taken from a hash of the strings."""
+    lo_mask = VIEW_LO_MASK
+    hi_mask = VIEW_HI_MASK
+    len_bits = np.uint64(0xFFFFFFFF)
+    for i in range(lo, hi):
+        r = first[ids[i]]
+        if r == i:
+            continue
+        a0, a1 = views[i, 0], views[i, 1]
+        b0, b1 = views[r, 0], views[r, 1]
+        n = np.int64(a0 & len_bits)
+        if n != np.int64(b0 & len_bits):
+            return False
+        if n <= 12:
+            if (a0 ^ b0) & lo_mask[n] != 0 or (a1 ^ b1) & hi_mask[n] != 0:
+                return False
+            continue
+        if a0 != b0:  # the first four bytes (the view's prefix)
+            return False
+        pa = addrs[np.int64(a1 & len_bits)] + np.int64(a1 >> np.uint64(32))
+        pb = addrs[np.int64(b1 & len_bits)] + np.int64(b1 >> np.uint64(32))
+        if pa == pb:
+            continue
+        for k in range(4, n):
+            if byte_at(pa + k) != byte_at(pb + k):
+                return False
+    return True

@@ -21,6 +21,9 @@ Q = cepvec.compile("RETURN id, COUNT(*) PATTERN SEQ(A, B) WHERE [id] GROUP-BY id
 
 POOLS = {
     "string": (pl.String, ["a", "b", "long key past twelve bytes", "", None, "é"]),
+    # no null: the hash is checked on the Arrow string views (kernels/keys.py::views_equal_first)
+    "string views": (pl.String, ["a", "b", "long key past twelve bytes", "long key past twelve bytez", "",
+                                 "é", "abcdefghijkl", "abcdefghijkm", "abcdefghijklm"]),
     "categorical": (pl.Categorical, ["x", "y", "z", None]),
     "enum": (pl.Enum(["p", "q", "r", "s"]), ["s", "q", "p", None]),
     "float": (pl.Float64, [0.0, -0.0, 1.5, float("nan"), -float("nan"), None, 1e300, -2.25]),
@@ -105,6 +108,63 @@ def test_a_hash_collision_falls_back_to_the_join(monkeypatch):
     monkeypatch.setattr(P, "_row_codes", lambda c: (np.zeros(len(c), np.int64), False))
     got = P.Partitions(Q, {"id": pl.String}).ids(pl.DataFrame({"id": col}))
     assert got.tolist() == [0, 1, 0, 2, 3]
+
+
+@pytest.mark.parametrize("values", [["a", "b", "a", "c"], ["long key past twelve bytes", "long key past twelve bytez"],
+                                    ["abcdefghijkl", "abcdefghijkm"], ["abc", "abcd"], ["", "x"]])
+def test_a_hash_collision_of_null_free_strings_falls_back_to_the_join(monkeypatch, values):
+    """The same with strings read from their Arrow views: inline ones (up to 12 bytes) and long
+    ones that share their length and first four bytes."""
+    monkeypatch.setattr(P, "CODED_IDS_FROM", 0)
+    monkeypatch.setattr(P, "_row_codes", lambda c: (np.zeros(len(c), np.int64), False))
+    df = pl.DataFrame({"id": values + values[::-1]})
+    got = P.Partitions(Q, {"id": pl.String}).ids(df)
+    want = P.Partitions(Q, {"id": pl.String})._joined_ids(df)
+    assert got.tolist() == want.tolist()
+
+
+STRINGS = ["", "a", "ab", "é", "abcdefghijkl", "abcdefghijkm", "abcdefghijklm", "long key past twelve bytes",
+           "long key past twelve bytez", "long key, other length", "lonG key past twelve bytes"]
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(picks=st.lists(st.integers(0, len(STRINGS) - 1), min_size=1, max_size=60), start=st.integers(0, 3),
+       cut=st.integers(0, 60), merge=st.tuples(st.integers(0, len(STRINGS) - 1), st.integers(0, len(STRINGS) - 1)),
+       two=st.booleans())
+def test_the_view_check_finds_exactly_the_rows_that_differ_from_their_first(picks, start, cut, merge, two):
+    """``_same_as_first`` (the check of hashed string ids): true for the ids of the strings, false
+    once two different strings share an id; on a slice (view offset) of a column of two chunks
+    (one with its own long-string buffers), in one pass or two halves on two threads."""
+    values = [STRINGS[i] for i in picks]
+    head = pl.Series("id", ["pad"] * start + values[:cut], dtype=pl.String)
+    col = pl.concat([head, pl.Series("id", values[cut:], dtype=pl.String)], rechunk=False)[start:]
+    local, first = P._local_ids(np.array(picks, np.int64))
+    a, b = merge
+    merged = np.array([a if i == b else i for i in picks], np.int64)
+    m_local, m_first = P._local_ids(merged)
+    with pytest.MonkeyPatch.context() as mp:
+        if two:
+            mp.setenv("CEPVEC_NUM_THREADS", "2")
+            mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
+        assert P._same_as_first(col, local, first)
+        want = all(values[i] == values[m_first[m_local[i]]] for i in range(len(values)))
+        assert P._same_as_first(col, m_local, m_first) == want
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(codes=st.lists(st.integers(-3, 8) | st.integers(-2**63, 2**63 - 1), max_size=80))
+def test_local_ids_in_two_halves_are_those_of_one_pass(codes):
+    """Dense ids and first rows of int64 codes (direct table or hash table), in two halves on two
+    threads merged by the ids of their first rows: those of one pass."""
+    codes = np.array(codes, np.int64)
+    one = P._local_ids(codes)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CEPVEC_NUM_THREADS", "2")
+        mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
+        two = P._local_ids(codes)
+    assert one[0].tolist() == two[0].tolist()
+    assert one[1].tolist() == two[1].tolist()
+    assert sorted(set(codes.tolist())) == sorted(set(codes[one[1]].tolist()))
 
 
 @pytest.mark.parametrize("keys", [np.arange(1000, dtype=np.int64) << 44,

@@ -107,7 +107,7 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
 
     one_direct, two_direct = table(), table()
     one_ids, two_ids = np.empty(len(vals), np.int64), np.empty(len(vals), np.int64)
-    one_new = dense_ids_direct(vals, -5, one_direct, n0, one_ids)
+    one_new = dense_ids_direct(vals, -5, one_direct, n0, one_ids)  # first rows of the new keys
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)

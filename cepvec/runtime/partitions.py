@@ -6,8 +6,10 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import _jit
-from cepvec.kernels.keys import dense_ids, dense_ids_direct, min_max, renumber_new
+
+from cepvec.kernels.keys import dense_ids, dense_ids_direct, min_max, renumber_new, views_equal_first
 from cepvec.runtime import threads
+from cepvec.runtime.type_codes import string_view_array, view_words_of
 
 
 #: From this many rows on, keys other than one null-free integer column take row codes and the Numba
@@ -86,6 +88,29 @@ class Partitions:
             self._on_new_keys()
         return df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"].to_numpy()
 
+    def _distinct_ids(self, df: pl.DataFrame) -> np.ndarray:
+        """:meth:`_joined_ids` of rows with distinct keys (the first row of each key of a batch):
+        one join with the known keys, the others numbered in order."""
+        cols = self.key_cols
+        df = df.select(self.key_exprs())
+        if len(self.keys):
+            pid = df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"]
+            new = pid.is_null().to_numpy()
+            ids = pid.fill_null(-1).to_numpy().copy()
+        else:
+            new = np.ones(len(df), np.bool_)
+            ids = np.empty(len(df), np.int64)
+        n_new = int(new.sum())
+        if n_new:
+            self._tab_n = -1  # keys the hash table of _int_ids does not hold
+            start = len(self.keys)
+            ids[new] = np.arange(start, start + n_new, dtype=np.int64)
+            added = df.filter(pl.Series(new)) if n_new < len(df) else df
+            added = added.with_columns(pl.Series("__pid", ids[new], dtype=pl.Int64))
+            self.keys = pl.concat([self.keys, added.cast(self.keys.schema)], how="vertical")
+            self._on_new_keys()
+        return ids
+
     def _coded_ids(self, df: pl.DataFrame) -> np.ndarray | None:
         """:meth:`ids` through int64 codes of the rows (None: a key column has no codes for its dtype).
 
@@ -100,19 +125,17 @@ class Partitions:
         coded = [_row_codes(df[c]) for c in cols]
         if any(x is None for x in coded):
             return None
-        local, m = _local_ids(coded[0][0])
-        for codes, _ in coded[1:]:
-            ids2, m2 = _local_ids(codes)
+        local, first = _local_ids(coded[0][0], hashed=not coded[0][1])
+        for codes, exact in coded[1:]:
+            ids2, first2 = _local_ids(codes, hashed=not exact)
+            m, m2 = len(first), len(first2)
             if m * m2 >= 1 << 62:
                 return None
-            local, m = _local_ids(local * m2 + ids2)
-        # first appearances: the ids rise by one at each
-        first = np.flatnonzero(np.diff(np.maximum.accumulate(local), prepend=-1) > 0)
-        reps = df[first]
+            local, first = _local_ids(local * m2 + ids2)
         for c, (_, exact) in zip(cols, coded):
-            if not exact and not df[c].eq_missing(reps[c].gather(local)).all():
+            if not exact and not _same_as_first(df[c], local, first):
                 return None
-        return self._joined_ids(reps)[local]
+        return self._distinct_ids(df[first])[local]
 
     def _int_ids(self, col: pl.Series) -> np.ndarray:
         c = self.int_key
@@ -128,7 +151,7 @@ class Partitions:
             known = self.keys.filter(pl.col(c).is_between(vmin, vmax))
             direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
             ids = np.empty(len(vals), np.int64)
-            new_keys = _direct_ids(vals, vmin, direct, n0, ids)
+            new_keys = vals[_direct_ids(vals, vmin, direct, n0, ids)]
             self._tab_n = -1
         else:
             if self._tab_n != n0:  # rebuild the hash table from the keys (a join added some)
@@ -138,12 +161,15 @@ class Partitions:
                     size *= 2
                 self._tab_key = np.zeros(size, np.int64)
                 self._tab_id = np.full(size, -1, np.int64)
-                _ids, _new, self._tab_key, self._tab_id = dense_ids(
-                    known[c].cast(pl.Int64).to_numpy(), self._tab_key, self._tab_id, 0)
+                kv = known[c].cast(pl.Int64).to_numpy()
+                _first, self._tab_key, self._tab_id = dense_ids(kv, self._tab_key, self._tab_id, 0,
+                                                                np.empty(len(kv), np.int64))
                 # dense_ids numbered them 0..m-1 in order; set the real partition ids
                 used = self._tab_id >= 0
                 self._tab_id[used] = known["__pid"].to_numpy()[self._tab_id[used]]
-            ids, new_keys, self._tab_key, self._tab_id = dense_ids(vals, self._tab_key, self._tab_id, n0)
+            ids = np.empty(len(vals), np.int64)
+            first, self._tab_key, self._tab_id = dense_ids(vals, self._tab_key, self._tab_id, n0, ids)
+            new_keys = vals[first]
             self._tab_n = n0
         if len(new_keys):
             new = pl.DataFrame({c: pl.Series(c, new_keys).cast(self.keys.schema[c]),
@@ -176,18 +202,54 @@ class Partitions:
         return key[0] if key else {}
 
 
-def _local_ids(codes: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense ids of int64 codes in order of first appearance, and their number."""
-    local = np.empty(len(codes), np.int64)
-    if not len(codes):
-        return local, 0
-    vmin, vmax = (int(v) for v in min_max(codes))
-    if vmax - vmin < min(1 << 20, 8 * len(codes) + 1024):
-        m = len(dense_ids_direct(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local))
-    else:
-        local, new, _, _ = dense_ids(codes, np.zeros(16, np.int64), np.full(16, -1, np.int64), 0)
-        m = len(new)
-    return local, m
+def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ids of int64 codes in order of first appearance, and the row of each id's first
+    appearance: a direct table over a small range of codes, else a hash table (``hashed``: the
+    codes are hashes, no range is looked for); a long column in two halves on two threads."""
+    n = len(codes)
+    local = np.empty(n, np.int64)
+    if not n:
+        return local, np.zeros(0, np.int64)
+    if not hashed:
+        vmin, vmax = (int(v) for v in min_max(codes))
+        if vmax - vmin < min(1 << 20, 8 * n + 1024):
+            return local, _direct_ids(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
+    return local, _hashed_ids(codes, local)
+
+
+def _hashed_ids(codes: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """:func:`dense_ids` of ``codes`` into ``local`` from an empty table; returns the first rows.
+
+    Two halves of a long column in two threads, each with a table of its own; the second half's
+    keys are then looked up in the first half's table in order of first appearance (a key it did
+    not see takes the next id), and the second half is renumbered.
+    """
+    def one(r):
+        return dense_ids(codes[r[0]:r[1]], np.zeros(16, np.int64), np.full(16, -1, np.int64), 0, local[r[0]:r[1]])
+
+    n = len(codes)
+    if threads.n_threads() < 2 or n < 2 * threads.MIN_EVENTS_PER_THREAD:
+        return one((0, n))[0]
+    m = n // 2
+    (first, tab_key, tab_id), (first2, _, _) = threads.map_threads(one, [(0, m), (m, n)])
+    remap = np.empty(len(first2), np.int64)
+    unseen = dense_ids(codes[m + first2], tab_key, tab_id, len(first), remap)[0]
+    renumber_new(local[m:], 0, remap)
+    return np.concatenate([first, m + first2[unseen]])
+
+
+def _same_as_first(col: pl.Series, local: np.ndarray, first: np.ndarray) -> bool:
+    """Whether every row of ``col`` equals the row ``first[local[i]]`` (null equal to null): the
+    check of ids taken from a hash. A null-free String column is read from its Arrow views by a
+    kernel (two halves of a long column on two threads), any other through Polars."""
+    arr = string_view_array(col)  # holds the buffers the kernel reads
+    if arr is None:
+        return bool(col.eq_missing(col.gather(first).gather(local)).all())
+    views = view_words_of(arr)
+    addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)
+    n = len(col)
+    cuts = [(0, n)] if threads.n_threads() < 2 or n < 2 * threads.MIN_EVENTS_PER_THREAD else [(0, n // 2), (n // 2, n)]
+    return all(threads.map_threads(lambda r: views_equal_first(views, addrs, local, first, *r), cuts))
 
 
 #: the code of null in :func:`_row_codes` of a float column (a NaN bit pattern; every NaN of the column
@@ -220,7 +282,8 @@ def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
 
 
 def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray) -> np.ndarray:
-    """:func:`dense_ids_direct` into ``ids``, the two halves of a long column in two threads.
+    """:func:`dense_ids_direct` into ``ids`` (returns the first rows of the new keys), the two halves
+    of a long column in two threads.
 
     The second half numbers its new keys provisionally on a copy of the table; then the keys the
     first half saw take the first half's ids, the others the next ids in order of appearance in
@@ -231,13 +294,14 @@ def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: n
         return dense_ids_direct(vals, vmin, direct, n0, ids)
     m = n // 2
     second = direct.copy()
-    new0, new1 = threads.map_threads(lambda a: dense_ids_direct(*a),
-                                     [(vals[:m], vmin, direct, n0, ids[:m]), (vals[m:], vmin, second, n0, ids[m:])])
-    if not len(new1):
-        return new0
+    first0, first1 = threads.map_threads(lambda a: dense_ids_direct(*a),
+                                         [(vals[:m], vmin, direct, n0, ids[:m]), (vals[m:], vmin, second, n0, ids[m:])])
+    if not len(first1):
+        return first0
+    new1 = vals[m + first1]
     remap = direct[new1 - vmin]  # the first half's ids (-1: a key the first half did not see)
     unseen = remap < 0
-    remap[unseen] = n0 + len(new0) + np.arange(int(unseen.sum()), dtype=np.int64)
+    remap[unseen] = n0 + len(first0) + np.arange(int(unseen.sum()), dtype=np.int64)
     direct[new1[unseen] - vmin] = remap[unseen]
     renumber_new(ids[m:], n0, remap)
-    return np.concatenate([new0, new1[unseen]])
+    return np.concatenate([first0, m + first1[unseen]])

@@ -42,13 +42,22 @@ def type_in(type_col: str, types) -> pl.Expr:
 
 def string_views(col: pl.Series):
     """The (n, 2) uint64 Arrow view words of a null-free String column (zero-copy), else None."""
+    arr = string_view_array(col)
+    return None if arr is None else view_words_of(arr)
+
+
+def string_view_array(col: pl.Series) -> pa.Array | None:
+    """A null-free String column as one Arrow ``string_view`` array (zero-copy), else None."""
     if not (len(col) and col.dtype == pl.String and col.null_count() == 0):
         return None
     arr = col.to_arrow(compat_level=pl.CompatLevel.newest())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    if not pa.types.is_string_view(arr.type):
-        return None
+    return arr if pa.types.is_string_view(arr.type) else None
+
+
+def view_words_of(arr: pa.Array) -> np.ndarray:
+    """The (n, 2) uint64 view words of a ``string_view`` array (zero-copy)."""
     n = len(arr)
     views = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (arr.offset + n))
     return views.reshape(-1, 2)[arr.offset:]

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cepvec
-from cepvec.paths.linear import run as linear_run
 from cepvec.paths.scan.run import ScanRun
 from cepvec.paths.trend.run import TrendStream
 from cepvec.runtime import threads
@@ -57,7 +56,6 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
     with pytest.MonkeyPatch.context() as mp:
         one = _run(text, engine, df, 1, mp)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
-        mp.setattr(linear_run, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(ScanRun, "CHUNK", 16)  # many pieces: each scans while the next is encoded
         mp.setattr(TrendStream, "CHUNK", 16)  # SLIDE: each piece runs while the next is encoded
         many = _run(text, engine, df, 4, mp)

@@ -135,7 +135,7 @@ class Partitions:
         for c, (_, exact) in zip(cols, coded):
             if not exact and not _same_as_first(df[c], local, first):
                 return None
-        return self._distinct_ids(df[first])[local]
+        return _renumbered(local, self._distinct_ids(df[first]))
 
     def _int_ids(self, col: pl.Series) -> np.ndarray:
         c = self.int_key
@@ -217,6 +217,12 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
     return local, _hashed_ids(codes, local)
 
 
+def _renumbered(local: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``ids[local]`` in place of ``local`` (two halves of a long column on two threads)."""
+    threads.map_threads(lambda r: renumber_new(local[r[0]:r[1]], 0, ids), threads.halves(len(local)))
+    return local
+
+
 def _hashed_ids(codes: np.ndarray, local: np.ndarray) -> np.ndarray:
     """:func:`dense_ids` of ``codes`` into ``local`` from an empty table; returns the first rows.
 
@@ -227,11 +233,11 @@ def _hashed_ids(codes: np.ndarray, local: np.ndarray) -> np.ndarray:
     def one(r):
         return dense_ids(codes[r[0]:r[1]], np.zeros(16, np.int64), np.full(16, -1, np.int64), 0, local[r[0]:r[1]])
 
-    n = len(codes)
-    if threads.n_threads() < 2 or n < 2 * threads.MIN_EVENTS_PER_THREAD:
-        return one((0, n))[0]
-    m = n // 2
-    (first, tab_key, tab_id), (first2, _, _) = threads.map_threads(one, [(0, m), (m, n)])
+    parts = threads.halves(len(codes))
+    if len(parts) == 1:
+        return one(parts[0])[0]
+    m = parts[1][0]
+    (first, tab_key, tab_id), (first2, _, _) = threads.map_threads(one, parts)
     remap = np.empty(len(first2), np.int64)
     unseen = dense_ids(codes[m + first2], tab_key, tab_id, len(first), remap)[0]
     renumber_new(local[m:], 0, remap)
@@ -247,9 +253,8 @@ def _same_as_first(col: pl.Series, local: np.ndarray, first: np.ndarray) -> bool
         return bool(col.eq_missing(col.gather(first).gather(local)).all())
     views = view_words_of(arr)
     addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)
-    n = len(col)
-    cuts = [(0, n)] if threads.n_threads() < 2 or n < 2 * threads.MIN_EVENTS_PER_THREAD else [(0, n // 2), (n // 2, n)]
-    return all(threads.map_threads(lambda r: views_equal_first(views, addrs, local, first, *r), cuts))
+    return all(threads.map_threads(lambda r: views_equal_first(views, addrs, local, first, *r),
+                                   threads.halves(len(col))))
 
 
 #: the code of null in :func:`_row_codes` of a float column (a NaN bit pattern; every NaN of the column
@@ -264,7 +269,10 @@ def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
     boolean column. None for other dtypes (and integers with nulls: no code is left for null)."""
     dt = col.dtype
     if isinstance(dt, (pl.Categorical, pl.Enum)):
-        return col.to_physical().cast(pl.Int64).fill_null(-1).to_numpy(), True
+        phys = col.to_physical()
+        if phys.null_count():
+            return phys.cast(pl.Int64).fill_null(-1).to_numpy(), True
+        return phys.to_numpy().astype(np.int64), True
     if dt.is_float():
         v = col.cast(pl.Float64).to_numpy()
         bits = np.where(np.isnan(v), np.float64("nan"), v + 0.0).view(np.int64)  # -0.0 is 0.0
@@ -289,10 +297,10 @@ def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: n
     first half saw take the first half's ids, the others the next ids in order of appearance in
     the second half (their order in the whole column), and the second half is renumbered.
     """
-    n = len(vals)
-    if threads.n_threads() < 2 or n < 2 * threads.MIN_EVENTS_PER_THREAD:
+    parts = threads.halves(len(vals))
+    if len(parts) == 1:
         return dense_ids_direct(vals, vmin, direct, n0, ids)
-    m = n // 2
+    m = parts[1][0]
     second = direct.copy()
     first0, first1 = threads.map_threads(lambda a: dense_ids_direct(*a),
                                          [(vals[:m], vmin, direct, n0, ids[:m]), (vals[m:], vmin, second, n0, ids[m:])])

@@ -229,6 +229,8 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
         order = np.argsort(times.to_numpy(), kind="stable")
         df = df[order]
         times = times[order]
+    if sort and len(times) > 1:
+        times = times.set_sorted()  # its minimum and maximum below are its ends
 
     if check_types:
         col = df[q.type_col]

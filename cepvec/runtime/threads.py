@@ -87,6 +87,14 @@ def map_threads(fn, items, events: int | None = None) -> list:
     return [f.result() for f in futs]
 
 
+def halves(n: int) -> list[tuple[int, int]]:
+    """Rows ``[0, n)`` as two halves, one per thread, when there are two threads and each half gets
+    ``MIN_EVENTS_PER_THREAD`` rows; else as one range."""
+    if n_threads() < 2 or n < 2 * MIN_EVENTS_PER_THREAD:
+        return [(0, n)]
+    return [(0, n // 2), (n // 2, n)]
+
+
 def split_ranges(sizes: np.ndarray, min_per_thread: int | None = None) -> list[tuple[int, int]]:
     """Contiguous ranges of segments with about equal numbers of events, one per thread
     (a thread gets at least ``min_per_thread`` events: less for a path whose events cost more)."""

@@ -29,7 +29,8 @@ from cepvec.paths.linear.plan import LinearPlan
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.type_codes import TypeCodes
-from cepvec.runtime.threads import MIN_EVENTS_PER_THREAD, map_threads, n_threads, split_ranges
+from cepvec.runtime import threads
+from cepvec.runtime.threads import map_threads, split_ranges
 
 STATE_DTYPES = {"int64": np.int64, "float64": np.float64, "order": np.uint64}
 # The order semiring (MIN / MAX): values are uint64 order keys, "+" is max and "*" is min, so 0
@@ -284,8 +285,7 @@ class LinearStream(Partitions):
         nw = len(self.wcols)
         emit = self.mode in _EMIT_MODES
         n_new = len(df) if df is not None else 0
-        par = n_threads() > 1 and n_new >= 2 * MIN_EVENTS_PER_THREAD
-        halves = [(0, n_new // 2), (n_new // 2, n_new)] if par else [(0, n_new)]
+        halves = threads.halves(n_new)
         counts = None
         if n_new:
             pid = self.ids(df)

@@ -93,6 +93,7 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
     """Dense ids of an integer key column in two halves (cepvec.runtime.partitions._direct_ids):
     the same ids and new keys, in order of first appearance, as one pass."""
     from cepvec.kernels.keys import dense_ids_direct
+    from cepvec.runtime import partitions
     from cepvec.runtime.partitions import _direct_ids
 
     vals = np.array(vals, np.int64)
@@ -109,6 +110,7 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
         two_new = _direct_ids(vals, -5, two_direct, n0, two_ids)
     assert one_ids.tolist() == two_ids.tolist()
     assert one_new.tolist() == two_new.tolist()

@@ -204,8 +204,9 @@ class LinearStream(Partitions):
             n2 = max(n, 2 * self.X.shape[0])
             X = np.zeros((n2, self.plan.D), self.dtype)
             X[: self.X.shape[0]] = self.X
-            X[self.X.shape[0]:] = self._v0() if self.mode in (
-                K.MODE_NONE, K.MODE_EMIT_UNBOUNDED) else 0
+            if self.mode in (K.MODE_NONE, K.MODE_EMIT_UNBOUNDED):
+                X[self.X.shape[0]:] = self._v0()
+            # else new rows stay zero, untouched here: the kernel threads touch (fault in) their own
             self.X = X
             nk = np.zeros(n2, np.int64)
             nk[: self.next_k.shape[0]] = self.next_k

@@ -50,9 +50,13 @@ def match_set(m: pl.DataFrame) -> Counter:
     ids = m["match"].unique(maintain_order=True).to_list()
     assert ids == list(range(len(ids))), "match ids are 0, 1, 2, ... in listing order"
     rest = [c for c in m.columns if c not in ("match", "position")]
-    for _, g in m.group_by("match", maintain_order=True):
-        assert g["position"].to_list() == list(range(g.height))
-        out[tuple(tuple("NaN" if v != v else v for v in r) for r in g.select(rest).rows())] += 1
+    groups: dict = {}  # match id -> its rows, in listing order
+    for match, position, *r in m.select(["match", "position", *rest]).iter_rows():
+        g = groups.setdefault(match, [])
+        assert position == len(g)
+        g.append(tuple("NaN" if v != v else v for v in r))
+    for g in groups.values():
+        out[tuple(g)] += 1
     return out
 
 

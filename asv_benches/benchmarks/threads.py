@@ -60,3 +60,18 @@ class Threads:
 
     def time_run(self, path, n_groups, data, threads):
         cepvec.run(self.query, self.events)
+
+
+class ThreadsKeys(Threads):
+    """The same runs with the group key as a String (``user-<id>``) or Categorical column: the
+    partition ids of such keys come from hashes checked on the Arrow string views, or from the
+    physical ids (``cepvec/runtime/partitions.py``); they take two threads too."""
+
+    params = [["aseq", "scan"], [100, 10_000], ["string", "categorical"], sorted({1, 2, CORES})]
+    param_names = ["path", "n_groups", "keys", "threads"]
+
+    def setup(self, path, n_groups, keys, threads):
+        super().setup(path, n_groups, "uniform", threads)
+        ids = pl.format("user-{}", "id")
+        self.events = self.events.with_columns(ids.cast(pl.Categorical) if keys == "categorical" else ids)
+        cepvec.run(self.query, self.events[:2000])

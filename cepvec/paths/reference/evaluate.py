@@ -137,11 +137,12 @@ class _Partition:
         if strategy == "skip-till-any-match":
             return True
         tx, ty = self.times[x], self.times[y]
-        if strategy == "strict-contiguity":
-            # no event of the whole input strictly between x and y
-            return not any(tx < t < ty for t in self.all_times)
-        if strategy == "partition-contiguity":
-            return not any(tx < t < ty for t in self.times)
+        if strategy in ("strict-contiguity", "partition-contiguity"):
+            # no event of the whole input (of the partition) strictly between x and y: the first
+            # time after tx in the sorted list is ty or later
+            pool = self.all_times if strategy == "strict-contiguity" else self.times
+            j = bisect.bisect_right(pool, tx)
+            return j == len(pool) or pool[j] >= ty
         # skip-till-next-match: y is among the earliest events that could follow x at all
         for tr in _successors(self.q, v):
             for z in self.candidates(tr):

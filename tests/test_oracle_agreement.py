@@ -113,7 +113,7 @@ def test_brute_force_reproduces_greta_worked_values():
 # --------------------------------------------------------------------------- 2. exhaustive sweep
 SHAPES = ["A+", "SEQ(A+, B)", "SEQ(A, B+, C)", "(SEQ(A+, B))+", "SEQ(A+, NOT C, B)", "SEQ(NOT C, A+)",
           "SEQ(A+, NOT C)", "SEQ(A, B, C)"]
-WINDOWS = ["", " WITHIN 2", " WITHIN 2 EMIT CHANGES", " WITHIN 2 SLIDE 1", " WITHIN 3 SLIDE 3",
+WINDOWS = ["", " WITHIN 2", " WITHIN 2 EMIT CHANGES", " EMIT CHANGES", " WITHIN 2 SLIDE 1", " WITHIN 3 SLIDE 3",
            " WITHIN 2 SLIDE 3"]
 SWEEP_TIMES = (0, 1, 3)
 SWEEP_TYPES = "ABC"

@@ -418,6 +418,7 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
             g = tuple(key[j] for j in group_idx)
             emit_times.setdefault(g, set()).update(part.times[i] for i in part.candidates(end_occ))
 
+    emit_sorted = {g: sorted(ts) for g, ts in emit_times.items()}
     pending = []  # overlap="none": (partition, match, rows, group) before the choice
     for pidx, (key, part) in enumerate(partitions):
         group = tuple(key[j] for j in group_idx)
@@ -449,13 +450,18 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
                     result.add(group, (), m, mrows)
                     placed = True
             elif kind == "emit":
-                for t in sorted(emit_times.get(group, ())):
-                    if m.last > t or (w is not None and m.first <= t - w):
-                        continue
-                    if any(nl < m.first and (w is None or nf > t - w) for nf, nl in sn):
-                        continue
-                    if any(nf > m.last and nl <= t for nf, nl in en):
-                        continue
+                # the output times t of the match: t >= last, t - w < first (WITHIN), no start
+                # negation match after t - w before first (none at all without WITHIN), no end
+                # negation match after last ending at or before t: one range of the sorted times
+                lo, hi = m.last, math.inf if w is None else m.first + w
+                before = [nf for nf, nl in sn if nl < m.first]
+                if before and w is None:
+                    continue
+                if before:
+                    lo = max(lo, max(before) + w)
+                hi = min([hi] + [nl for nf, nl in en if nf > m.last])
+                ts = emit_sorted.get(group, [])
+                for t in ts[bisect.bisect_left(ts, lo):bisect.bisect_left(ts, hi)]:
                     result.add(group, (t,), m, mrows)
                     placed = True
             else:  # slide

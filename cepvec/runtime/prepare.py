@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 import polars as pl
 
 from cepvec.errors import (CepvecDataError, CepvecPlanError, CepvecTypeError, CepvecWarning)
@@ -224,9 +225,7 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
     if sort and len(times) > 1 and not times.is_sorted():
         # Documented: local runs sort by time (stable). Equal times never combine in one match,
         # so the order among ties cannot change a result.
-        import numpy as np
-
-        order = np.argsort(times.to_numpy(), kind="stable")
+        order = time_order(times.to_numpy())
         df = df[order]
         times = times[order]
     if sort and len(times) > 1:
@@ -276,6 +275,19 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
 #: Times and the window ends computed from them stay within +-2^61 (the kernels keep sentinels
 #: and window arithmetic beyond it): in nanoseconds, 1970 +- 73 years (until 2043).
 TIME_LIMIT = 1 << 61
+
+
+def time_order(tv):
+    """The stable order of the times ``tv`` (int64): NumPy's timsort below ``NUMPY_BELOW`` times or
+    when they are nearly sorted (fewer than one descent per 1 000 times: a few runs to merge), else
+    the radix sort of ``kernels/keys.py::stable_order`` (O(n) a pass; 10^6 times in random order:
+    13 ms against 94 ms for the timsort)."""
+    from cepvec.kernels import _jit  # numba: imported when a sort is needed
+    from cepvec.kernels.keys import stable_order
+
+    if len(tv) < _jit.NUMPY_BELOW or 1000 * np.count_nonzero(tv[1:] < tv[:-1]) < len(tv):
+        return np.argsort(tv, kind="stable")
+    return stable_order(tv)
 
 
 def _check_time_range(q: Query, df: pl.DataFrame, times: pl.Series, unit: str, span: int) -> None:

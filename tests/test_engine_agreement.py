@@ -221,3 +221,24 @@ def test_a_within_that_covers_the_input_is_dropped_exactly(text, window):
         assert_frame_equal(cepvec.run(q, df), want)
         kept = cepvec.run(q, df, engine="greta" if "+" in q else "aseq")  # not "auto": the window is kept
         assert_frame_equal(kept, want)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(10, 30), span=st.sampled_from([50, 3000, 40000]),
+       window=st.sampled_from([(2000, 1), (3000, 7), (500, 3)]), cuts=st.lists(st.integers(0, 24), max_size=3))
+def test_long_windows_over_sparse_events(seed, n, span, window, cuts):
+    """WITHIN w SLIDE s with w / s in the hundreds or thousands over a few events: every run of
+    windows that hold the same events gets one result, repeated for each window of the run (the
+    loop no longer visits the empty ones); more rows than the output arrays first hold (they grow
+    in the middle of a run), sums and averages beside the count, cut into batches."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    w, s = window
+    df = make_frame([(str(rng.choice(list("ABC"))), int(t), int(rng.integers(0, 2)), int(rng.integers(-2, 5)), 0.5)
+                     for t in np.sort(rng.integers(0, span, n))])
+    text = f"RETURN id, COUNT(*), SUM(b.x), AVG(a.x) PATTERN SEQ(A a, B b) WHERE [id] GROUP-BY id WITHIN {w} SLIDE {s}"
+    q = cepvec.compile(text)
+    want = _rows(cepvec.run(q, df, engine="reference"))
+    got = _rows(run_engine(q, prepare(q, df), "aseq", batches=cuts))
+    assert rows_differ(got, want) is None

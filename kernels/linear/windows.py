@@ -341,21 +341,37 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
                     ovf |= _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1)
                     f_hi = e
                 f_lo += 1
-            if f_lo < e and k >= 0:
-                ui = U0 + ((1 + (f_lo & capm1)) * D if f_lo < f_hi else 0)
-                y0, f = _fdot(W, out0, ui, D)
-                ovf |= f
-                if y0 != 0:
-                    if n_out == out_key.shape[0] and ovf >= 0:
-                        return ST_GROW_OUT, n_out, k, n_out + 1, 0, e, f_lo, f_hi
-                    out_key[n_out] = k
-                    out_val[n_out, 0] = y0
-                    for r in range(1, n_out_rows):
+            if f_lo >= e:
+                k += 1
+                continue
+            # the queue holds the same events until the window that pops its front (the first
+            # k s past the front's time) or the last window this loop closes: one result for
+            # that run of windows (w / s of them per event under a long window, mostly empty)
+            run_end = min(-((-(ev_time[_U64(f_lo)] + 1)) // s), (limit - w) // s + 1)
+            if k < 0:  # no window before time 0
+                k = min(run_end, 0)
+                continue
+            ui = U0 + ((1 + (f_lo & capm1)) * D if f_lo < f_hi else 0)
+            y0, f = _fdot(W, out0, ui, D)
+            ovf |= f
+            if y0 == 0:
+                k = run_end
+                continue
+            first = n_out
+            while k < run_end:
+                if n_out == out_key.shape[0] and ovf >= 0:
+                    return ST_GROW_OUT, n_out, k, n_out + run_end - k, 0, e, f_lo, f_hi
+                out_key[n_out] = k
+                out_val[n_out, 0] = y0
+                for r in range(1, n_out_rows):
+                    if n_out == first:
                         y, f = _fdot(W, out_rows[r] * D, ui, D)
                         ovf |= f
                         out_val[n_out, r] = y
-                    n_out += 1
-            k += 1
+                    else:
+                        out_val[n_out, r] = out_val[first, r]
+                n_out += 1
+                k += 1
         if ovf < 0:
             return ST_OVERFLOW, n_out, k, 0, t, e, f_lo, f_hi
         if at_end:

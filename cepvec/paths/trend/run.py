@@ -58,9 +58,20 @@ def _gather_events(parts: list[dict], n_parts: int) -> dict:
             out[at_carry] = parts[0][k][from_carry]
         return out
 
-    ev = dict(zip(_EVENT_KEYS, map_threads(gather, _EVENT_KEYS, events=len(order))))
+    ev = _map_distinct(gather, {k: (pid_all if k == "pid" else main[k]) for k in _EVENT_KEYS}, len(order))
     ev["__order"], ev["__seg"] = order, seg
     return ev
+
+
+def _map_distinct(fn, arrays: dict, events: int) -> dict:
+    """``{k: fn(k)}`` for every key of ``arrays``, ``fn`` called (in threads) once per distinct array:
+    keys holding one array (the thresholds that are the keys) get one result."""
+    first: dict = {}
+    for k, a in arrays.items():
+        first.setdefault(id(a), k)
+    todo = list(dict.fromkeys(first.values()))
+    done = dict(zip(todo, map_threads(fn, todo, events=events)))
+    return {k: done[first[id(a)]] for k, a in arrays.items()}
 
 
 def _domain(dt) -> str | None:
@@ -121,6 +132,9 @@ class TrendStream:
         self.comp_i = np.ascontiguousarray(co[self.main_comps].reshape(len(self.main_comps), n_occ))
         self.comp_f = np.ascontiguousarray(co[self.float_comps].reshape(len(self.float_comps), n_occ))
         self.keyed = keyed_transitions(q, plan, schema)  # raises UnsupportedByEngine for other types
+        # S.x < NEXT(S).x: the threshold of every keyed transition is its key's own expression, so the
+        # threshold arrays are the key arrays (encoded, gathered and carried once)
+        self.thr_is_key = all(str(kx) == str(tx) for _, kx, tx, _ in self.keyed)
         key_schema = {c: schema[c] for c in q.partition_by}
         self.parts = Partitions(q, key_schema)
         self.next_k = np.zeros(0, np.int64)
@@ -135,6 +149,22 @@ class TrendStream:
 
     # -------------------------------------------------------------- encoding
     def _encode(self, df: pl.DataFrame) -> dict:
+        """Per row of ``df``: the occurrence bits it binds, the negation bits it completes, its
+        weights, and the key and threshold of every keyed transition (with validity flags). The
+        two halves of a long batch are encoded side by side in two threads, into one set of arrays."""
+        n, NT = len(df), len(self.plan.transitions)
+        out = {"bind": np.empty(n, np.int64), "neg": np.empty(n, np.int64),
+               "wi": np.zeros((n, len(self.main_comps)), self.dtype), "wf": np.zeros((n, len(self.float_comps)), np.float64),
+               "key": np.zeros((n, NT), np.int64), "kok": np.zeros((n, NT), np.bool_)}
+        out["thr"], out["tok"] = ((out["key"], out["kok"]) if self.thr_is_key else
+                                  (np.zeros((n, NT), np.int64), np.zeros((n, NT), np.bool_)))
+        rows = {k: v for k, v in out.items() if not (self.thr_is_key and k in ("thr", "tok"))}
+        map_threads(lambda r: self._encode_rows(df[r[0]:r[1]], {k: v[r[0]:r[1]] for k, v in rows.items()}),
+                    threads.halves(n))
+        return out
+
+    def _encode_rows(self, df: pl.DataFrame, out: dict) -> None:
+        """:meth:`_encode` of ``df`` into the arrays ``out`` (views of its rows)."""
         plan, q = self.plan, self.q
         bind = pl.lit(0, dtype=pl.Int64)
         for b, o in enumerate(plan.occ_ids):
@@ -150,8 +180,10 @@ class TrendStream:
             wdt = pl.Float64 if (self.comp_float[j] or not self.int_state) else pl.Int64
             x = pl.lit(1, dtype=wdt) if c.kind == "count" else component_weight(c.attr, c.kind, wdt)
             exprs.append(x.alias(f"__w{j}"))
+        same = {}  # a threshold that is the key's own expression (S.x < NEXT(S).x) is encoded once
         for k, kx, tx, dom in self.keyed:
-            for name, x in (("k", kx), ("t", tx)):
+            same[k] = str(kx) == str(tx)
+            for name, x in (("k", kx),) if same[k] else (("k", kx), ("t", tx)):
                 if dom == "float":
                     x = x.cast(pl.Float64)
                     x = pl.when(x.is_nan()).then(None).otherwise(x)
@@ -161,27 +193,20 @@ class TrendStream:
         # NaN reads as null in every predicate (as in the reference engine): Polars would order it
         # above every number, so a local predicate such as v > -1 would hold
         enc = select_weights(df.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None)), exprs, self.q)
-        n = len(df)
-        NT = len(plan.transitions)
-        out = {"bind": enc["__bind"].to_numpy().astype(np.int64), "neg": enc["__neg"].to_numpy().astype(np.int64)}
-        wi = np.zeros((n, len(self.main_comps)), self.dtype)
+        out["bind"][:] = enc["__bind"].to_numpy()
+        out["neg"][:] = enc["__neg"].to_numpy()
         for col, j in enumerate(self.main_comps):
-            wi[:, col] = enc[f"__w{j}"].to_numpy()
-        wf = np.zeros((n, len(self.float_comps)), np.float64)
+            out["wi"][:, col] = enc[f"__w{j}"].to_numpy()
         for col, j in enumerate(self.float_comps):
-            wf[:, col] = enc[f"__w{j}"].to_numpy()
-        key = np.zeros((n, NT), np.int64)
-        thr = np.zeros((n, NT), np.int64)
-        kok = np.zeros((n, NT), np.bool_)
-        tok = np.zeros((n, NT), np.bool_)
+            out["wf"][:, col] = enc[f"__w{j}"].to_numpy()
+        pairs = [("k", "key", "kok")] + ([("t", "thr", "tok")] if "thr" in out else [])  # (thr_is_key: none)
         for k, _, _, dom in self.keyed:
-            for name, val, ok in (("k", key, kok), ("t", thr, tok)):
-                s = enc[f"__{name}{k}"]
-                ok[:, k] = s.is_not_null().to_numpy()
+            for name, val, ok in pairs:
+                s = enc[f"__k{k}" if same[k] else f"__{name}{k}"]
+                out[ok][:, k] = s.is_not_null().to_numpy()
                 v = s.fill_null(0).to_numpy()
-                val[:, k] = K.float_order_key(v) if dom == "float" else v.astype(np.int64)
-        out.update(wi=wi, wf=wf, key=key, thr=thr, kok=kok, tok=tok)
-        return out
+                out[val][:, k] = K.float_order_key(v) if dom == "float" else v
+        return None
 
     def clone_partitions(self, dst: pl.DataFrame, src: pl.DataFrame) -> None:
         """New partitions ``dst`` (key frames) start with the state of partitions ``src``: their
@@ -295,7 +320,8 @@ class TrendStream:
         if not keep.any():
             return None
         enc["t"] = df["__t"].to_numpy().astype(np.int64)
-        enc["pid"] = self.parts.ids(df.filter(pl.Series(keep)))
+        keys = df.select(self.q.partition_by) if self.q.partition_by else df  # (no key: only the length)
+        enc["pid"] = self.parts.ids(keys.filter(pl.Series(keep)))
         enc["__keep"] = np.flatnonzero(keep)
         return enc
 
@@ -319,7 +345,9 @@ class TrendStream:
         seg_ptr = np.append(seg_all[seg_pids], len(order)).astype(np.int64)
         # MODE_NONE: the carried state rows of these partitions, grouped like the segments
         st = self.state
-        sel = np.isin(st["pid"], seg_pids)
+        seen = np.zeros(n_parts, np.bool_)
+        seen[seg_pids] = True
+        sel = seen[st["pid"]]
         cs = {k: np.ascontiguousarray(v[sel]) for k, v in st.items()}
         cs_ptr = np.searchsorted(cs["pid"], np.append(seg_pids, np.iinfo(np.int64).max)).astype(np.int64)
         cs_ptr[-1] = len(cs["pid"])
@@ -350,14 +378,13 @@ class TrendStream:
             rest = {k: v[~sel] for k, v in st.items()}
             merged = {k: np.concatenate([rest[k]] + [r[4 + j] for r, _ in results])
                       for j, k in enumerate(("pid", "tr", "key", "vi", "vf"))}
-            o = np.argsort(merged["pid"], kind="stable")
+            o = K.partition_order(merged["pid"], max(n_parts, 1))[0]  # stable: a counting sort
             self.state = {k: np.ascontiguousarray(v[o]) for k, v in merged.items()}
         elif limit >= _BIG:
             self.carry = None
         else:
             keep = np.nonzero(ev["t"] >= self.next_k[ev["pid"]] * self.s)[0]
-            self.carry = dict(zip(ev, map_threads(lambda v: np.take(v, keep, axis=0), ev.values(),
-                                                  events=len(keep))))
+            self.carry = _map_distinct(lambda k: np.take(ev[k], keep, axis=0), ev, len(keep))
 
     def _raise(self, err: np.ndarray) -> None:
         if err[0] == K.ERR_MEMORY:

@@ -115,3 +115,44 @@ def _compile_family(jobs, engine: str, numeric: str) -> None:
                 text, type_col, time_col = texts
                 run(compile_query(text, type_col=type_col, time_col=time_col), events, engine=engine,
                     numeric=numeric)
+
+
+def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int64") -> None:
+    """Compile (or load from the cache) in this process every kernel a run of ``query`` calls on a
+    large input with ``sample``'s column types: a Spark executor's warm-up (``docs/spark.md``).
+
+    A run of a few rows skips kernels that only large inputs reach (below ``NUMPY_BELOW`` rows some
+    steps run in NumPy, below ``CODED_IDS_FROM`` partition keys go through a Polars join, sorted
+    input is not sorted). Here ``sample`` runs with those thresholds at 0, as it is and with its
+    rows in reverse time order. Not while other cepvec runs are in progress in this process (the
+    thresholds are module settings).
+
+    Parameters
+    ----------
+    query : query text, :class:`Query`, or a workload (as :func:`cepvec.run_many` takes it)
+    sample : a few dozen events with every event type of the query, the real column types
+    engine, numeric : as in :func:`cepvec.run`
+    """
+    import warnings
+
+    from cepvec.api import run, run_many
+    from cepvec.kernels import _jit
+    from cepvec.runtime import partitions
+
+    from cepvec.sharing.workload import Workload
+
+    df = to_polars(sample)
+    many = isinstance(query, (Workload, dict, list, tuple))
+    saved = _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM
+    _jit.NUMPY_BELOW = partitions.CODED_IDS_FROM = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for events in (df, df.reverse()):
+                if many:
+                    run_many(query.queries if isinstance(query, Workload) else query, events, engine=engine,
+                             numeric=numeric)
+                else:
+                    run(query, events, engine=engine, numeric=numeric)
+    finally:
+        _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM = saved

@@ -58,3 +58,52 @@ def test_warm_up_compiles_a_workload():
     bad = {"q": "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 4 SLIDE 2", "r": "RETURN COUNT(*) PATTERN SEQ(A, Q)"}
     with pytest.raises(cepvec.CepvecError):
         warm_up([(bad, ev.drop("time"))], processes=1)[0].result()
+
+
+_PROBE = r"""
+import pkgutil, importlib, sys
+import numpy as np, polars as pl
+import numba
+import cepvec
+import cepvec.kernels as kernels
+from cepvec.warmup import compile_kernels
+
+def signatures():
+    out = {}
+    for m in pkgutil.walk_packages(kernels.__path__, "cepvec.kernels."):
+        mod = importlib.import_module(m.name)
+        for name, obj in vars(mod).items():
+            if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.__module__ == mod.__name__:
+                out[f"{mod.__name__}.{name}"] = set(map(str, obj.signatures))
+    return out
+
+QUERY = sys.argv[1]
+rng = np.random.default_rng(5)
+def events(n):
+    return pl.DataFrame({"type": rng.choice(list("ABC"), n), "time": np.sort(rng.integers(0, n // 2, n)),
+                         "id": pl.Series(rng.integers(0, 300, n)).cast(pl.String), "v": rng.random(n)})
+compile_kernels(QUERY, events(40))
+before = signatures()
+big = events(40_000).sample(fraction=1.0, shuffle=True, seed=1)  # unsorted, string keys, ties
+cepvec.run(QUERY, big)
+after = signatures()
+new = {k: sorted(v - before.get(k, set())) for k, v in after.items() if v - before.get(k, set())}
+print("NEW", new)
+"""
+
+
+@pytest.mark.parametrize("text", [
+    "RETURN id, COUNT(*), SUM(B.v) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50 SLIDE 10",
+    "RETURN id, COUNT(*) PATTERN SEQ(A, B+) WHERE [id] AND B.v < NEXT(B).v GROUP-BY id WITHIN 40 SLIDE 20",
+])
+def test_compile_kernels_covers_what_a_large_run_calls(text):
+    """After ``compile_kernels`` on 40 events, a run of 40 000 unsorted events with String keys (sorting,
+    hashed partition ids checked on the string views, the kernels NumPy replaces on small inputs)
+    compiles no kernel: a Spark executor warmed this way pays no compilation in its first task."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _PROBE, text], capture_output=True, text=True, timeout=600,
+                         env={**__import__("os").environ, "CEPVEC_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "NEW {}" in out.stdout, out.stdout[-2000:]

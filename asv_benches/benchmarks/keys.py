@@ -65,3 +65,54 @@ class KeyDtypes:
 
     def time_polars_group_by(self, path, n_groups, key):
         self.events.group_by("id").len()
+
+
+class UnsortedTimes:
+    """Unsorted input: ``cepvec.run`` sorts the events by time (stable) before the A-Seq query.
+
+    10^6 events, 10 000 ids, their rows ``shuffled`` (random order) or ``nearly`` sorted (1 000
+    adjacent pairs swapped), times in ``seconds`` (a span of 5·10^5: two radix passes) or
+    ``nanoseconds`` (a day from 2023: five passes). Same run: ``time_run_sorted`` (the same
+    events already in time order: the query without the sort), ``time_polars_sort`` (Polars'
+    stable sort of the frame by time, the strongest sort at hand) and ``time_order`` (cepvec's
+    stable order of the times alone, ``runtime/prepare.py::time_order``).
+    """
+
+    params = [["shuffled", "nearly"], ["seconds", "nanoseconds"]]
+    param_names = ["order", "unit"]
+    timeout = 600
+
+    def setup(self, order, unit):
+        rng = np.random.default_rng(0)
+        n = N
+        t = np.sort(rng.integers(0, n // 2, n))
+        if unit == "nanoseconds":
+            t = 1_672_531_200 * 10**9 + np.sort(rng.integers(0, 86_400 * 10**9, n))
+        self.sorted = pl.DataFrame({"type": np.array(list("ABCD"))[rng.integers(0, 4, n)], "time": t,
+                                    "id": rng.integers(0, 10_000, n)})
+        if order == "shuffled":
+            idx = rng.permutation(n)
+        else:
+            idx = np.arange(n)
+            i = rng.choice(n - 1, 1000, replace=False)
+            idx[i], idx[i + 1] = idx[i + 1], idx[i]
+        self.events = self.sorted[idx]
+        self.times = self.events["time"].to_numpy()
+        w = "50" if unit == "seconds" else "50000000000"
+        self.query = cepvec.compile(f"RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN {w}")
+        cepvec.run(self.query, self.events[:20_000])  # compile / load the kernels
+        cepvec.run(self.query, self.events[:20_000].reverse())
+
+    def time_run(self, order, unit):
+        cepvec.run(self.query, self.events, time_unit="ns" if unit == "nanoseconds" else None)
+
+    def time_run_sorted(self, order, unit):
+        cepvec.run(self.query, self.sorted, time_unit="ns" if unit == "nanoseconds" else None)
+
+    def time_polars_sort(self, order, unit):
+        self.events.sort("time", maintain_order=True)
+
+    def time_order(self, order, unit):
+        from cepvec.runtime.prepare import time_order
+
+        time_order(self.times)

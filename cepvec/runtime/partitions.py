@@ -6,7 +6,6 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import _jit
-
 from cepvec.kernels.keys import dense_ids, dense_ids_direct, min_max, renumber_new, views_equal_first
 from cepvec.runtime import threads
 from cepvec.runtime.type_codes import string_view_array, view_words_of

@@ -160,8 +160,9 @@ def views_equal_first(views, addrs, ids, first, lo, hi):
 @jit
 def stable_order(t):
     """The stable ascending order of int64 values ``t`` (an argsort): an LSD radix sort of
-    ``t - min(t)``, 11 bits a pass, as many passes as the range of the values needs (two for
-    10^6 distinct seconds, five for a day of nanoseconds); O(n) per pass whatever the order."""
+    ``t - min(t)``, 8 bits a pass (256 buckets: the scatter stays in cache; 11 bits measured
+    slower), as many passes as the range of the values needs (three for 5·10^5 distinct
+    seconds, six for a day of nanoseconds); O(n) per pass whatever the order."""
     n = t.shape[0]
     order = np.arange(n)
     if n < 2:
@@ -177,15 +178,15 @@ def stable_order(t):
         k[i] = np.uint64(t[i]) - np.uint64(lo)
     k2 = np.empty(n, np.uint64)
     o2 = np.empty(n, np.int64)
-    cnt = np.empty(2049, np.int64)
-    mask = np.uint64(2047)
+    cnt = np.empty(257, np.int64)
+    mask = np.uint64(255)
     shift = 0
     while shift < 64 and (span >> np.uint64(shift)) != 0:
         sh = np.uint64(shift)
         cnt[:] = 0
         for i in range(n):
             cnt[((k[i] >> sh) & mask) + 1] += 1
-        for d in range(2048):
+        for d in range(256):
             cnt[d + 1] += cnt[d]
         for i in range(n):
             d = (k[i] >> sh) & mask
@@ -195,5 +196,5 @@ def stable_order(t):
             cnt[d] = p + 1
         k, k2 = k2, k
         order, o2 = o2, order
-        shift += 11
+        shift += 8
     return order

@@ -337,7 +337,7 @@ class ScanRun:
         mmv = np.ascontiguousarray(np.stack([m.codes for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.int64))
         mmok = np.ascontiguousarray(np.stack([m.ok for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.bool_))
         colI, nI, colF, nF, constI, constF = self.programs.encode(df)
-        wi, wf, mmv, mmok, colI, nI, colF, nF = (np.ascontiguousarray(a[order])
+        wi, wf, mmv, mmok, colI, nI, colF, nF = (np.ascontiguousarray(a[order]) if a.shape[1] else a
                                                  for a in (wi, wf, mmv, mmok, colI, nI, colF, nF))
         prog_op, prog_arg, plo, phi = self.programs.arrays()
 

@@ -199,7 +199,8 @@ class TrendStream:
             out["wi"][:, col] = enc[f"__w{j}"].to_numpy()
         for col, j in enumerate(self.float_comps):
             out["wf"][:, col] = enc[f"__w{j}"].to_numpy()
-        pairs = [("k", "key", "kok")] + ([("t", "thr", "tok")] if "thr" in out else [])  # (thr_is_key: none)
+        # (with thr_is_key, out has no threshold arrays: they are the key arrays)
+        pairs = [("k", "key", "kok")] + ([("t", "thr", "tok")] if "thr" in out else [])
         for k, _, _, dom in self.keyed:
             for name, val, ok in pairs:
                 s = enc[f"__k{k}" if same[k] else f"__{name}{k}"]

@@ -359,7 +359,9 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
                 continue
             first = n_out
             while k < run_end:
-                if n_out == out_key.shape[0] and ovf >= 0:
+                if n_out == out_key.shape[0]:  # full: grow (or stop at an overflow: never past the end)
+                    if ovf < 0:
+                        return ST_OVERFLOW, n_out, k, 0, t, e, f_lo, f_hi
                     return ST_GROW_OUT, n_out, k, n_out + run_end - k, 0, e, f_lo, f_hi
                 out_key[n_out] = k
                 out_val[n_out, 0] = y0

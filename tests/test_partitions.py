@@ -73,6 +73,8 @@ PAIRS = {
     "categorical x float": ({"a": pl.Categorical, "b": pl.Float64}, ["x", None], [0.0, -0.0, float("nan"), None, 2.5]),
     "int with nulls x date": ({"a": pl.Int64, "b": pl.Date}, [1, None, 2], [0, 19000]),
     "uint64 x bool": ({"a": pl.UInt64, "b": pl.Boolean}, [0, 2**64 - 1, 2**63], [True, False]),
+    # a float key first: its NaN flag column comes after every key column in the key frame
+    "float x int": ({"a": pl.Float64, "b": pl.Int64}, [1.5, float("nan"), None, -0.0], [7, -1]),
 }
 
 

@@ -95,7 +95,7 @@ class Partitions:
         """:meth:`_joined_ids` of rows with distinct keys (the first row of each key of a batch):
         one join with the known keys, the others numbered in order."""
         cols = self.key_cols
-        df = df.select(self.key_exprs())
+        df = df.select(self.key_exprs()).select(cols)  # the key frame's column order (NaN flags last)
         if len(self.keys):
             pid = df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"]
             new = pid.is_null().to_numpy()

@@ -220,3 +220,22 @@ def test_every_path_gets_the_same_rows_through_codes_and_join(kind, path):
     assert coded.equals(joined), path
     for name in coded_many:
         assert coded_many[name].equals(joined_many[name]), name
+
+
+@pytest.mark.parametrize("text", [
+    "RETURN k, COUNT(*) PATTERN SEQ(A, B) WHERE [k] GROUP-BY k WITHIN 20 SLIDE 5",
+    "RETURN k, COUNT(*) PATTERN SEQ(A, B+) WHERE [k] GROUP-BY k",
+    "RETURN k, COUNT(*) PATTERN SEQ(A, B+) WHERE [k] AND B.x < NEXT(B).x GROUP-BY k WITHIN 20 SLIDE 10",
+    "RETURN k, COUNT(*) PATTERN A+ WHERE [k] AND A.x + NEXT(A).x != 3 GROUP-BY k WITHIN 20",
+])
+@pytest.mark.parametrize("with_null", [False, True])
+def test_decimal_group_keys(text, with_null):
+    """A Decimal GROUP-BY column: the output repeats each group's value as a Decimal (NumPy would make
+    objects of it: a Polars cast error), as the reference engine does; nulls keep their own group."""
+    from decimal import Decimal
+
+    keys = [Decimal("1.50"), Decimal("-2.25"), None if with_null else Decimal("7"), Decimal("1.50"),
+            Decimal("0.00")] * 6
+    df = pl.DataFrame({"type": ["A", "B", "A", "B", "B", "A"] * 5, "time": list(range(30)),
+                       "k": pl.Series(keys, dtype=pl.Decimal(10, 2)), "x": [i % 4 for i in range(30)]})
+    assert cepvec.run(text, df).equals(cepvec.run(text, df, engine="reference"))

@@ -146,7 +146,7 @@ def _repeat_ranked(ranked: pl.DataFrame, gcol: str, per_rank: np.ndarray) -> pl.
     """The group column of rows in rank order: each group's value ``per_rank[rank]`` times (NumPy
     for numbers without nulls, a Polars gather otherwise)."""
     col = ranked[gcol]
-    if col.dtype.is_numeric() and not col.null_count():
+    if (col.dtype.is_integer() or col.dtype.is_float()) and not col.null_count():  # (not Decimal: objects)
         return pl.Series(gcol, np.repeat(col.to_numpy(), per_rank), dtype=col.dtype)
     return col.gather(pl.Series(np.repeat(np.arange(len(ranked), dtype=np.int64), per_rank)))
 

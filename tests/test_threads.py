@@ -138,3 +138,11 @@ def test_output_order_by_rank_is_a_sort(rows, perm_seed, n_threads):
     assert per_rank.tolist() == np.bincount(rank[pid], minlength=6).tolist()
     assert sorted(got) == list(range(len(rows)))
     assert [(rank[pid[i]], key[i]) for i in got] == [(rank[pid[i]], key[i]) for i in expect]
+
+
+def test_a_background_job_may_start_another():
+    """A pipeline stage that itself hands work to the background thread (the linear path codes the
+    type column there while the partition ids are taken) runs it at once instead of waiting forever
+    on the one worker it occupies."""
+    inner = threads.in_background(lambda: threads.in_background(lambda: 7).result(timeout=5))
+    assert inner.result(timeout=10) == 7

@@ -46,12 +46,23 @@ def _pool(n: int) -> ThreadPoolExecutor:
     return _POOL
 
 
+def _mark_background() -> None:
+    _LOCAL.background = True
+
+
 def in_background(fn) -> Future:
     """``fn()`` in the one background thread of this process: a pipeline stage (the caller prepares
-    the next piece of input meanwhile and waits for the Future before it submits again)."""
+    the next piece of input meanwhile and waits for the Future before it submits again). Called
+    from that thread itself, ``fn`` runs at once (a job waiting on a job queued behind it would
+    never finish)."""
     global _BACKGROUND
+    if getattr(_LOCAL, "background", False):
+        done: Future = Future()
+        done.set_result(fn())
+        return done
     if _BACKGROUND is None:
-        _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cepvec-pipeline")
+        _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cepvec-pipeline",
+                                         initializer=_mark_background)
     return _BACKGROUND.submit(fn)
 
 

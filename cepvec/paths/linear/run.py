@@ -289,19 +289,21 @@ class LinearStream(Partitions):
         halves = threads.halves(n_new)
         counts = None
         if n_new:
-            pid = self.ids(df)
-            n_parts = max(len(self.keys), 1)
             views = None if self.mask_exprs else self.type_codes.views(df)
-            if views is not None:  # type codes and kept events per partition (threads)
-                cls_prog = self._code_programs()
+            if views is not None:  # type codes (beside the partition ids), kept events per partition (threads)
                 cls = np.empty(n_new, np.int32)
-
-                def codes_count(r):
-                    K.view_codes(views[r[0]:r[1]], *self.type_codes.view_hash, cls[r[0]:r[1]])
-                    return K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]])
-
-                counts = map_threads(codes_count, halves)
+                codes = lambda: K.view_codes(views, *self.type_codes.view_hash, cls)  # noqa: E731
+                coding = threads.in_background(codes) if len(halves) > 1 else codes()
+                pid = self.ids(df)
+                if len(halves) > 1:
+                    coding.result()
+                n_parts = max(len(self.keys), 1)
+                cls_prog = self._code_programs()
+                counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
+                                     halves)
             else:
+                pid = self.ids(df)
+                n_parts = max(len(self.keys), 1)
                 cls, cls_prog = self._classes(df)
             new_w = self._weights(df)
         else:

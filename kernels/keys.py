@@ -79,8 +79,10 @@ def dense_ids(vals, tab_key, tab_id, n_known, ids):
                 if 2 * (used + 1) > size:
                     size2 = 2 * size
                     shift -= 1
-                    k2 = np.zeros(size2, np.int64)
-                    i2 = np.full(size2, -1, np.int64)
+                    k2 = np.empty(size2, np.int64)  # empty + loops: np.zeros / np.full cost compile time
+                    i2 = np.empty(size2, np.int64)
+                    for jj in range(size2):
+                        i2[jj] = -1
                     for jj in range(size):
                         if tab_id[jj] >= 0:
                             h = _slot(tab_key[jj], shift)

@@ -293,10 +293,9 @@ class LinearStream(Partitions):
             if views is not None:  # type codes (beside the partition ids), kept events per partition (threads)
                 cls = np.empty(n_new, np.int32)
                 codes = lambda: K.view_codes(views, *self.type_codes.view_hash, cls)  # noqa: E731
-                coding = threads.in_background(codes) if len(halves) > 1 else codes()
+                coding = threads.in_background(codes) if len(halves) > 1 else None
                 pid = self.ids(df)
-                if len(halves) > 1:
-                    coding.result()
+                coding.result() if coding is not None else codes()
                 n_parts = max(len(self.keys), 1)
                 cls_prog = self._code_programs()
                 counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),

@@ -302,28 +302,30 @@ class Programs:
                 self.fail(text, "uses a value that is not a condition")
 
     # ---------------------------------------------------------------- columns
-    def encode(self, df: pl.DataFrame):
-        """Encoded columns of ``df`` and the constant pools (string literals as dictionary codes)."""
+    def encode(self, df: pl.DataFrame, order: np.ndarray | None = None):
+        """Encoded columns of ``df`` (its rows ``order`` when given) and the constant pools (string
+        literals as dictionary codes)."""
+        rows = (lambda a: a) if order is None else (lambda a: a[order])  # noqa: E731
         strings = set(self.strings)
         for attr, kind in self.icols:
             if kind == "s":
                 strings.update(v for v in df[attr].cast(pl.String).unique().to_list() if v is not None)
         dictionary = sorted(strings)
         code = {v: i for i, v in enumerate(dictionary)}
-        n = len(df)
+        n = len(df) if order is None else len(order)
         colI = np.zeros((n, len(self.icols)), np.int64)
         nI = np.zeros((n, len(self.icols)), np.bool_)
         for j, (attr, kind) in enumerate(self.icols):
             s = df[attr]
-            nI[:, j] = s.is_null().to_numpy()
+            nI[:, j] = rows(s.is_null().to_numpy())
             if kind == "s":
                 d = pl.DataFrame({"v": dictionary, "c": np.arange(len(dictionary), dtype=np.int64)},
                                  schema={"v": pl.String, "c": pl.Int64})
                 v = pl.DataFrame({"v": s.cast(pl.String)}).join(d, on="v", how="left", maintain_order="left")["c"]
-                colI[:, j] = v.fill_null(0).to_numpy()
+                colI[:, j] = rows(v.fill_null(0).to_numpy())
             else:
                 try:
-                    colI[:, j] = s.to_physical().cast(pl.Int64).fill_null(0).to_numpy()
+                    colI[:, j] = rows(s.to_physical().cast(pl.Int64).fill_null(0).to_numpy())
                 except pl.exceptions.InvalidOperationError as err:
                     raise CepvecTypeError(
                         f"column '{attr}' ({s.dtype}) holds a value above the int64 range "
@@ -332,7 +334,7 @@ class Programs:
         colF = np.zeros((n, len(self.fcols)), np.float64)
         nF = np.zeros((n, len(self.fcols)), np.bool_)
         for j, attr in enumerate(self.fcols):
-            v = df[attr].cast(pl.Float64).to_numpy()
+            v = rows(df[attr].cast(pl.Float64).to_numpy())
             bad = np.isnan(v)
             nF[:, j] = bad
             colF[:, j] = np.where(bad, 0.0, v)

@@ -300,12 +300,12 @@ class ScanRun:
         keys = parts.keys
         n_parts = max(len(keys), 1)
         order, seg_all = partition_order(pid, n_parts)
-        # columns are encoded in input order, and the arrays (not the frame) put in partition order
-        # (df holds the kernel's columns, the bits, the keys and the ids: read, not selected)
+        # columns are read in input order and their arrays gathered in partition order (df holds the
+        # kernel's columns, the bits, the keys and the ids: read, not selected)
         ev_t = np.take(np.asarray(df["__t"].to_numpy(), np.int64), order)
         ev_bind = np.take(bind_all, order)
-        pid = np.take(pid, order)
         counts = np.diff(seg_all)
+        pid = np.repeat(np.arange(n_parts, dtype=np.int64), counts)  # the ids in partition order
         seg_pids = np.nonzero(counts)[0].astype(np.int64)
         seg_ptr = np.append(seg_all[seg_pids], len(order)).astype(np.int64)
         n_seg = len(seg_pids)
@@ -316,16 +316,17 @@ class ScanRun:
         comp_float = [self.int_state and c.kind == "sum" and not self.schema[c.attr].is_integer() for c in comps]
         main = [j for j, f in enumerate(comp_float) if not f]
         flo = [j for j, f in enumerate(comp_float) if f]
+        # every array below is built in partition order (gathered once, by ``order``)
         wi = np.zeros((len(df), len(main)), dtype)
         wf = np.zeros((len(df), len(flo)), np.float64)
         for j, c in enumerate(comps):
             if c.kind == "count":
-                x = np.ones(len(df))
+                x = 1
             elif c.kind == "nonnull":
-                x = df[c.attr].is_not_null().to_numpy().astype(np.float64)
+                x = df[c.attr].is_not_null().to_numpy()[order]
             else:
                 kind = pl.Int64 if (self.int_state and not comp_float[j]) else pl.Float64
-                x = select_weights(df, [pl.col(c.attr).fill_null(0).cast(kind)], q).to_series().to_numpy()
+                x = select_weights(df, [pl.col(c.attr).fill_null(0).cast(kind)], q).to_series().to_numpy()[order]
             if comp_float[j]:
                 wf[:, flo.index(j)] = x
             else:
@@ -334,11 +335,11 @@ class ScanRun:
         comp_i = np.ascontiguousarray(co[main].reshape(len(main), co.shape[1]))
         comp_f = np.ascontiguousarray(co[flo].reshape(len(flo), co.shape[1]))
         mm = [_MinMaxCodes(df[attr]) for _, _, attr in plan.minmax]
-        mmv = np.ascontiguousarray(np.stack([m.codes for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.int64))
-        mmok = np.ascontiguousarray(np.stack([m.ok for m in mm], axis=1) if mm else np.zeros((len(df), 0), np.bool_))
-        colI, nI, colF, nF, constI, constF = self.programs.encode(df)
-        wi, wf, mmv, mmok, colI, nI, colF, nF = (np.ascontiguousarray(a[order]) if a.shape[1] else a
-                                                 for a in (wi, wf, mmv, mmok, colI, nI, colF, nF))
+        mmv = np.ascontiguousarray(np.stack([m.codes[order] for m in mm], axis=1) if mm
+                                   else np.zeros((len(df), 0), np.int64))
+        mmok = np.ascontiguousarray(np.stack([m.ok[order] for m in mm], axis=1) if mm
+                                    else np.zeros((len(df), 0), np.bool_))
+        colI, nI, colF, nF, constI, constF = self.programs.encode(df, order)
         prog_op, prog_arg, plo, phi = self.programs.arrays()
 
         # output rows per segment

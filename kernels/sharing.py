@@ -356,19 +356,20 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     has_pred = pm.shape[1] > 0
     one = C.dtype.type(1)
     zero = C.dtype.type(0)
-    # first pass: which events share their partition's time stamp with an earlier / a later one
+    # first pass: which events share their partition's time stamp with an earlier / a later one (from
+    # ``start`` on: a call resumes between time stamps, so no tie reaches back before it)
     last_i = np.full(n_part, -1, np.int64)
     tie_prev = np.zeros(n, np.bool_)
     tie_next = np.zeros(n, np.bool_)
     longest = 1  # most events with one time stamp (every partition)
     run = 0
-    for i in range(n):
+    for i in range(start, n):
         p = pid[i]
         j = last_i[p]
         if j >= 0 and times[j] == times[i]:
             tie_prev[i] = True
             tie_next[j] = True
-        run = run + 1 if i > 0 and times[i - 1] == times[i] else 1
+        run = run + 1 if i > start and times[i - 1] == times[i] else 1
         if run > longest:
             longest = run
         last_i[p] = i

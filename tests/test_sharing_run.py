@@ -122,14 +122,21 @@ def test_shared_executor_equals_run_and_reference(texts, df, sharing, numeric, d
 @pytest.mark.parametrize("window", ["WITHIN 40 SLIDE 10", "WITHIN 45 SLIDE 10", "WITHIN 70 SLIDE 1",
                                     "WITHIN 7 SLIDE 20", "WITHIN 40", "WITHIN 400", "WITHIN 40 EMIT CHANGES",
                                     "EMIT CHANGES"])
-def test_shared_executor_on_many_events_and_partitions(window):
+@pytest.mark.parametrize("rows", [None, (16, 64)])
+def test_shared_executor_on_many_events_and_partitions(window, rows, monkeypatch):
     """Ties in several partitions at once, panes of gcd(WITHIN, SLIDE), more than 62 pane slots (no bit
     mask), gaps between windows; under WITHIN alone, ordinal slots that grow past the 62 of the mask
     (WITHIN 400: about 110 distinct times of a partition within it); EMIT CHANGES with and without
     WITHIN (with [id] beyond GROUP-BY: an END event gives every partition of its group a row); the
-    same rows however the input is cut."""
+    same rows however the input is cut. ``rows``: output buffers of 16 rows at first and 64 at most, so
+    the kernel stops for room at many time stamps, larger buffers and smaller ones, and resumes."""
     import numpy as np
 
+    from cepvec.sharing.executor import SharedRun
+
+    if rows is not None:
+        monkeypatch.setattr(SharedRun, "FIRST_ROWS", rows[0])
+        monkeypatch.setattr(SharedRun, "MAX_ROWS", rows[1])
     rng = np.random.default_rng(5)
     n = 4000
     ev = pl.DataFrame({"type": rng.choice(list("ABCDE"), n), "time": np.sort(rng.integers(0, 2000, n)),

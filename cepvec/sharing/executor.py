@@ -36,7 +36,7 @@ from cepvec.paths.linear.plan import plan_components
 from cepvec.runtime.type_codes import TypeCodes
 from cepvec.plan.ir import Query
 from cepvec.runtime.order_keys import order_keys, orderable
-from cepvec.runtime.output import assemble_output, overflow_error, select_weights, sums_overflow
+from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error, select_weights, sums_overflow
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.prepare import Prepared
@@ -150,6 +150,10 @@ class Trie:
 class SharedRun:
     """One run of the shared executor over time-ordered batches (``push`` then ``finish``)."""
 
+    #: output rows of the first kernel call, and at most (four 8-byte columns: 64 MB) once calls fill them
+    FIRST_ROWS = 1 << 14
+    MAX_ROWS = 1 << 21
+
     def __init__(self, queries: dict[str, Query], prep: Prepared, *, numeric: str = "int64"):
         self.queries = queries
         self.names = list(queries)
@@ -234,7 +238,7 @@ class SharedRun:
         self.parts = Partitions(q0, {c: schema[c] for c in q0.partition_by})
         self._group_arrays = None
         self._alloc(0)
-        self.cap = 1 << 14
+        self.cap = self.FIRST_ROWS  # output rows per kernel call; doubled up to MAX_ROWS while calls fill them
         self.out = self._buffers(self.cap)
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.held: tuple[np.ndarray, ...] | None = None  # events of the last time stamp pushed so far
@@ -380,8 +384,11 @@ class SharedRun:
                 return
             if status == -2:
                 raise overflow_error(self.q0, f"near time {int(times[start])} (shared prefix counters)")
-            if n == 0:  # status 1 with nothing written: the buffers hold fewer rows than one window emits
-                self.cap *= 4
+            # status 1, the buffers are full: larger ones (a call costs a pass over the rest of the events,
+            # so the number of calls must stay logarithmic), four times larger when nothing was written
+            # (they hold fewer rows than one time stamp may emit)
+            if n == 0 or self.cap < self.MAX_ROWS:
+                self.cap *= 4 if n == 0 else 2
                 self.out = self._buffers(self.cap)
 
     def finish(self) -> dict[str, pl.DataFrame]:
@@ -416,10 +423,12 @@ class SharedRun:
                  for j in range(n_ch)}
         keyed = {c: qs for c, qs in keyed.items() if qs}
         q0 = self.q0  # every query of the class has its GROUP-BY and partitions
+        if q0.partition_by == q0.group_by:
+            return self._frames_by_partition(base)
         if q0.group_by:
             base = base.join(self.parts.group_frame(), on="__pid", how="left")
         by = ["__q", *q0.group_by, "__key"]
-        if q0.partition_by != q0.group_by and len(base):
+        if len(base):
             sums = base.with_columns([pl.when(pl.col("__q").is_in(qs)).then(0).otherwise(pl.col(c)).alias(c)
                                       for c, qs in keyed.items()])
             if self.dtype is np.int64 and sums_overflow(sums, by, vcols):
@@ -438,15 +447,34 @@ class SharedRun:
         for qi, name in enumerate(self.names):
             part = base.slice(int(bounds[qi]), int(bounds[qi + 1] - bounds[qi]))
             q, plan = self.queries[name], self.plans[name]
-            vals, j = {"__v0": part["__v0"]}, 0
-            for k, c in enumerate(plan.components):
-                if c.kind == "count":  # COUNT(v): one event of v per match
-                    vals[f"__v{1 + k}"] = part["__v0"]
-                else:
-                    vals[f"__v{1 + k}"] = part[f"__c{j}"]
-                    j += 1
             frames[name] = assemble_output(q, self.prep, plan, self.numeric, {g: part[g] for g in q.group_by},
-                                           part["__key"].to_numpy(), vals)
+                                           part["__key"].to_numpy(), self._values(name, part))
+        return frames
+
+    def _values(self, name: str, part: pl.DataFrame) -> dict:
+        """The value columns ``__v0``, ``__v1`` ... of query ``name``'s plan from its cells: the count,
+        then per component the count again (COUNT(v): one event of v per match) or its channel."""
+        vals, j = {"__v0": part["__v0"]}, 0
+        for k, c in enumerate(self.plans[name].components):
+            if c.kind == "count":
+                vals[f"__v{1 + k}"] = part["__v0"]
+            else:
+                vals[f"__v{1 + k}"] = part[f"__c{j}"]
+                j += 1
+        return vals
+
+    def _frames_by_partition(self, base: pl.DataFrame) -> dict[str, pl.DataFrame]:
+        """Every partition its own group: each query's cells are one per (group, window), put in the
+        output order by a counting sort on the rank of the group values (``in_rank_order``, as the
+        linear path does), not by a sort of every row (3.2 million rows: 0.9 s)."""
+        gf = self.parts.group_frame()
+        by_q = base.partition_by("__q", as_dict=True, maintain_order=True)
+        empty = base.clear()
+        frames = {}
+        for qi, name in enumerate(self.names):
+            part = by_q.get((qi,), empty)
+            frames[name] = in_rank_order(self.queries[name], self.prep, self.plans[name], self.numeric, gf,
+                                         part["__pid"].to_numpy(), part["__key"].to_numpy(), self._values(name, part))
         return frames
 
 

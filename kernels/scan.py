@@ -326,7 +326,7 @@ def _ls(PM, g, ev_t, lo, hi, T):
 # One long function on purpose: inside a kernel this large, a call with array arguments per event
 # costs atomic reference counting (see the performance note in ``trend/__init__.py``).
 @jit
-def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_ptr, seg_et_lo, seg_et_hi, ET,
+def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_ptr, ev_row, seg_et_lo, seg_et_hi, ET,
              ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,
              occ_pat, occ_start, occ_end, in_ptr, in_tr, tr_src, tr_plo, tr_phi, tr_gptr, tr_guards,
              prog_op, prog_arg, constI, constF, neg_order, start_neg, end_neg,
@@ -334,7 +334,9 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
     """Scan every partition ``seg_ptr[k]:seg_ptr[k+1]`` (events in time order) and fill its output rows.
 
     Output rows of segment k are ``out_ptr[k]:out_ptr[k+1]``: one row (no window, WITHIN), one per
-    window ``seg_kbase[k] + j`` (SLIDE), one per emit time ``ET[seg_et_lo[k] + j]`` (EMIT CHANGES).
+    window that holds an event of the segment (SLIDE: the windows of event ``i`` are rows ``ev_row[i]``
+    and on, relative to the segment, in window order; buckets count windows from ``seg_kbase[k]``),
+    one per emit time ``ET[seg_et_lo[k] + j]`` (EMIT CHANGES).
     Only results that became final in ``(done, bound]`` are added (streaming: the caller replays
     the events still in reach): WITHIN, matches whose first event ``τ`` has ``done < τ + w <= bound``;
     SLIDE, windows with ``done < k s + w <= bound``; EMIT CHANGES, the caller passes only the new
@@ -613,7 +615,7 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                         continue
                     if mode == MODE_NONE or mode == MODE_EMIT_ALL or mode == MODE_WITHIN or mode == MODE_SLIDE:
                         if mode == MODE_SLIDE:
-                            orow = b0 + b
+                            orow = ev_row[i] + b
                             kend = (kb + b0 + b) * s + w
                             if kend <= done or kend > bound:
                                 continue

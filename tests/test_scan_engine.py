@@ -363,3 +363,55 @@ def test_nan_and_null_group_keys_stay_apart():
     got = cepvec.run(text, df, engine="greta")
     assert len(got) == 3
     assert got.equals(cepvec.run(text, df, engine="reference"))
+
+
+# --------------------------------------------------------------------------- SLIDE output rows
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=40),
+       st.integers(1, 7), st.integers(1, 7))
+@settings(max_examples=300, deadline=None)
+def test_slide_rows_are_the_windows_that_hold_an_event(steps, w, s):
+    """``_slide_rows`` numbers, per segment, exactly the windows that hold one of its events, in window
+    order, and each event's windows are consecutive rows from its ``ev_row`` on (brute force: the
+    sets of windows). Shifting a row's number by one, or numbering the whole span, fails it."""
+    import numpy as np
+
+    from cepvec.paths.scan.run import _slide_rows
+
+    seg_of = np.array([g for g, _ in steps])
+    order = np.argsort(seg_of, kind="stable")
+    t = np.cumsum([d for _, d in steps])[order].astype(np.int64)  # rising within each segment
+    counts = np.bincount(seg_of, minlength=4)
+    seg_ptr = np.concatenate([[0], np.cumsum(counts[counts > 0])]).astype(np.int64)
+    ev_row, row_key, cap = _slide_rows(t, seg_ptr, w, s)
+    out_ptr = np.concatenate([[0], np.cumsum(cap)])
+    for k in range(len(seg_ptr) - 1):
+        lo, hi = seg_ptr[k], seg_ptr[k + 1]
+        wins = [list(range(max(0, (x - w) // s + 1), x // s + 1)) for x in t[lo:hi]]
+        assert row_key[out_ptr[k]:out_ptr[k + 1]].tolist() == sorted({k for ks in wins for k in ks})
+        for i, ks in zip(range(lo, hi), wins):
+            rows = out_ptr[k] + ev_row[i] + np.arange(len(ks))
+            assert row_key[rows].tolist() == ks
+
+
+def test_slide_with_sparse_groups_and_a_gap_in_time():
+    """Under SLIDE the scan path keeps a row per window that holds an event, not per window of each
+    partition's time span: one gap of 10^12 time units and 300 groups (every window of the span would
+    be about 10^11 rows per group, more memory than there is) give the reference engine's rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n = 40
+    t = np.cumsum(rng.integers(1, 4, n))
+    t[n // 2:] += 10**12
+    ev = pl.DataFrame({"type": rng.choice(["A", "B"], n), "time": t, "id": rng.integers(0, 3, n),
+                       "x": rng.integers(0, 4, n)})
+    text = "RETURN id, COUNT(*), MIN(A.x) PATTERN SEQ(A+, B) WHERE [id] AND A.x != NEXT(A).x GROUP-BY id WITHIN 9 SLIDE 4"
+    q = cepvec.compile(text)
+    assert greta_path(q) == "scan"
+    want = _rows(cepvec.run(q, ev, engine="reference"))
+    assert want and rows_differ(_rows(cepvec.run(q, ev)), want) is None
+    many = pl.DataFrame({"type": ["A", "A", "B"] * 300, "time": np.repeat(np.arange(300) * 10**9, 3) + np.tile([0, 1, 2], 300),
+                         "id": np.repeat(np.arange(300), 3), "x": np.tile([0, 1, 0], 300)})
+    got = cepvec.run(q, many)
+    assert got.height == 599 and set(got["COUNT(*)"]) == {3}  # two windows hold each later group's events
+    assert rows_differ(_rows(got), _rows(cepvec.run(q, many, engine="reference"))) is None

@@ -345,14 +345,14 @@ class ScanRun:
         # output rows per segment
         w, s = self.w, self.s
         seg_kbase = np.zeros(n_seg, np.int64)
+        ev_row = row_key = np.zeros(0, np.int64)
         seg_et_lo = np.zeros(n_seg, np.int64)
         seg_et_hi = np.zeros(n_seg, np.int64)
         ET = np.zeros(0, np.int64)
         if self.mode == K.MODE_SLIDE:
             t_first = ev_t[seg_ptr[:-1]]
-            t_last = ev_t[seg_ptr[1:] - 1]
             seg_kbase = np.maximum(0, (t_first - w) // s + 1)
-            cap = np.maximum(0, t_last // s - seg_kbase + 1)
+            ev_row, row_key, cap = _slide_rows(ev_t, seg_ptr, w, s)
         elif self.mode in (K.MODE_EMIT, K.MODE_EMIT_ALL):
             # emit times of a group: the times of its END events (any partition of the group)
             end_bit = np.int64(1) << np.int64(q.template.end)
@@ -388,7 +388,7 @@ class ScanRun:
             a, b = r
             err = np.zeros(3, np.int64)
             K.run_scan(self.mode, np.int64(w), np.int64(s), self.int_state, np.int64(done), np.int64(bound),
-                       seg_ptr[a:b + 1], seg_pids[a:b], seg_kbase[a:b], out_ptr[a:b + 1], seg_et_lo[a:b],
+                       seg_ptr[a:b + 1], seg_pids[a:b], seg_kbase[a:b], out_ptr[a:b + 1], ev_row, seg_et_lo[a:b],
                        seg_et_hi[a:b], ET, ev_t, ev_bind, wi, wf, mmv, mmok, colI, nI, colF, nF,
                        A["occ_pat"], A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["tr_src"], plo, phi,
                        A["tr_gptr"], A["tr_guards"], prog_op, prog_arg, constI, constF, A["neg_order"],
@@ -396,10 +396,10 @@ class ScanRun:
                        out_vi, out_vf, out_mm, err)
             return err
 
-        return lambda: self._scan_cells(run, mm, main, flo, seg_ptr, seg_pids, seg_kbase, seg_et_lo, out_ptr,
+        return lambda: self._scan_cells(run, mm, main, flo, seg_ptr, seg_pids, row_key, seg_et_lo, out_ptr,
                                         cap, ET, ev_t, out_vi, out_vf, out_mm)
 
-    def _scan_cells(self, run, mm, main, flo, seg_ptr, seg_pids, seg_kbase, seg_et_lo, out_ptr, cap, ET, ev_t,
+    def _scan_cells(self, run, mm, main, flo, seg_ptr, seg_pids, row_key, seg_et_lo, out_ptr, cap, ET, ev_t,
                     out_vi, out_vf, out_mm) -> pl.DataFrame:
         """Run the scan (``run`` over ranges of segments, in threads) and read the cells off its output."""
         q, parts, w = self.q, self.parts, self.w
@@ -418,7 +418,7 @@ class ScanRun:
         seg_of_row = np.repeat(np.arange(n_seg), cap)
         row_in_seg = np.arange(n_out) - out_ptr[:-1][seg_of_row]
         if self.mode == K.MODE_SLIDE:
-            key = seg_kbase[seg_of_row] + row_in_seg
+            key = row_key
         elif self.mode in (K.MODE_EMIT, K.MODE_EMIT_ALL):
             key = ET[seg_et_lo[seg_of_row] + row_in_seg]
         else:
@@ -436,6 +436,29 @@ class ScanRun:
                 codes = out_mm[nz, r]
                 cells = cells.with_columns(mm[m].decode(codes, codes != none).alias(f"{col}{m}"))
         return cells
+
+
+def _slide_rows(ev_t: np.ndarray, seg_ptr: np.ndarray, w: int, s: int):
+    """SLIDE output rows: one per window that holds an event of the segment (not every window from
+    the segment's first event to its last: sparse partitions and gaps in time would make that grid
+    unbounded). An event at ``t`` lies in windows ``klo..khi``; within a segment both rise with
+    ``t``, so the windows not numbered before are those after the previous event's ``khi``, and the
+    windows of an event are consecutive rows ending at the row of its ``khi``. Returns, per event in
+    segment order, the row of its first window relative to its segment; per row, its window; and
+    the rows of each segment."""
+    klo = np.maximum(0, (ev_t - w) // s + 1)
+    khi = ev_t // s
+    first = seg_ptr[:-1]
+    prev = np.empty_like(khi)
+    prev[1:] = khi[:-1]
+    prev[first] = klo[first] - 1  # nothing numbered before a segment's first event
+    new = np.maximum(0, khi - np.maximum(klo - 1, prev))  # (an event between windows has none)
+    cum = np.cumsum(new)
+    ends = cum[seg_ptr[1:] - 1] if len(first) else np.zeros(0, np.int64)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    ev_row = cum - 1 - (khi - klo) - np.repeat(starts, np.diff(seg_ptr))
+    row_key = np.arange(int(cum[-1]) if len(cum) else 0, dtype=np.int64) + np.repeat(khi - cum + 1, new)
+    return ev_row.astype(np.int64), row_key, (ends - starts).astype(np.int64)
 
 
 def _out_schema(q, prep, numeric):

@@ -242,3 +242,31 @@ def test_long_windows_over_sparse_events(seed, n, span, window, cuts):
     want = _rows(cepvec.run(q, df, engine="reference"))
     got = _rows(run_engine(q, prepare(q, df), "aseq", batches=cuts))
     assert rows_differ(got, want) is None
+
+
+@pytest.mark.parametrize("pattern, path", [("A+ WHERE [id] AND A.x != NEXT(A).x", "scan"),
+                                           ("SEQ(A+, B) WHERE [id] AND A.x != NEXT(A).x", "scan"),
+                                           ("A+ WHERE [id]", "linear"), ("SEQ(A+, B) WHERE [id]", "linear")])
+@pytest.mark.parametrize("window", ["WITHIN 40 EMIT CHANGES", "EMIT CHANGES"])
+def test_emit_changes_with_many_partitions_of_one_group(pattern, path, window):
+    """EMIT CHANGES with ``[id]`` finer than GROUP-BY: a partition visits only the emit times of its
+    group where one of its matches can count (within ``w`` after one of its events; without WITHIN,
+    every later one), not every END time of the group (``kernels/emit.py``; 30 partitions of one
+    group, a gap in time, input cut into batches); the rows are the reference engine's. A match of one
+    event counts until ``w`` after it: visiting one emit time fewer fails it."""
+    import numpy as np
+
+    from cepvec.registry import greta_path
+
+    rng = np.random.default_rng(11)
+    n = 300
+    t = np.cumsum(rng.integers(0, 3, n))
+    t[n // 2:] += 10**12
+    ev = pl.DataFrame({"type": rng.choice(["A", "B"], n), "time": t, "id": rng.integers(0, 30, n),
+                       "g": np.zeros(n, np.int64), "x": rng.integers(0, 4, n)})
+    q = cepvec.compile(f"RETURN g, COUNT(*), MAX(A.x) PATTERN {pattern} GROUP-BY g {window}")
+    assert greta_path(q) == path
+    want = _rows(cepvec.run(q, ev, engine="reference"))
+    assert len(want) > 50 and rows_differ(_rows(cepvec.run(q, ev)), want) is None
+    engine = "greta" if "+" in pattern else "aseq"
+    assert rows_differ(_rows(run_engine(q, prepare(q, ev), engine, batches=[97, 150, 151, 200])), want) is None

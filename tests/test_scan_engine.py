@@ -415,24 +415,3 @@ def test_slide_with_sparse_groups_and_a_gap_in_time():
     got = cepvec.run(q, many)
     assert got.height == 599 and set(got["COUNT(*)"]) == {3}  # two windows hold each later group's events
     assert rows_differ(_rows(got), _rows(cepvec.run(q, many, engine="reference"))) is None
-
-
-@pytest.mark.parametrize("window", ["WITHIN 6 EMIT CHANGES", "EMIT CHANGES"])
-def test_emit_changes_with_many_partitions_of_one_group(window):
-    """EMIT CHANGES with ``[id]`` finer than GROUP-BY: a partition keeps rows only for the emit times of
-    its group where one of its matches can count (within ``w`` after one of its events; without
-    WITHIN, from its first event on), not for every END time of the group (200 partitions of one group
-    and a gap in time); the rows are the reference engine's."""
-    import numpy as np
-
-    rng = np.random.default_rng(11)
-    n = 600
-    t = np.cumsum(rng.integers(0, 3, n))
-    t[n // 2:] += 10**12
-    ev = pl.DataFrame({"type": rng.choice(["A", "B"], n), "time": t, "id": rng.integers(0, 200, n),
-                       "g": np.zeros(n, np.int64), "x": rng.integers(0, 4, n)})
-    q = cepvec.compile(f"RETURN g, COUNT(*), MAX(A.x) PATTERN SEQ(A+, B) WHERE [id] AND A.x != NEXT(A).x "
-                       f"GROUP-BY g {window}")
-    assert greta_path(q) == "scan"
-    want = _rows(cepvec.run(q, ev, engine="reference"))
-    assert want and rows_differ(_rows(cepvec.run(q, ev)), want) is None

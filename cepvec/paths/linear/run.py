@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.errors import CepvecDataError
+from cepvec.kernels.emit import segment_emit_times
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import _jit, linear as K
 from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
@@ -356,7 +357,10 @@ class LinearStream(Partitions):
         if emit and self.groups_are_partitions:
             emit_lo, emit_hi, emit_times = K.segment_emit_schedule(seg_lo, seg_hi, replay, ev_t, ev_prog,
                                                                    self.prog_flags)
-        elif emit:
+        elif emit and self.mode == K.MODE_EMIT:  # each partition visits the emit times within w of its events
+            emit_times, emit_lo, emit_hi = segment_emit_times(emit_times, ptr, gop[seg_pid], ev_t, seg_hi - seg_lo,
+                                                              np.int64(self.w), True)
+        elif emit:  # without WITHIN a partition's matches count at every later emit time (state carries over)
             emit_lo = ptr[gop[seg_pid]]
             emit_hi = ptr[gop[seg_pid] + 1]
         else:

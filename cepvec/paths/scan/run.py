@@ -26,6 +26,7 @@ import polars as pl
 from cepvec.errors import CepvecDataError
 from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
+from cepvec.kernels.emit import segment_emit_times
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
 from cepvec.paths.base import feed
@@ -368,7 +369,8 @@ class ScanRun:
             ET = np.ascontiguousarray(et["t"].to_numpy().astype(np.int64))
             n_g = int(gid_of_pid.max()) + 1 if len(gid_of_pid) else 1
             gptr = np.searchsorted(et["g"].to_numpy(), np.arange(n_g + 1)).astype(np.int64)
-            ET, seg_et_lo, seg_et_hi = _emit_rows(ET, gptr, gid, ev_t, seg_ptr, w if self.mode == K.MODE_EMIT else None)
+            ET, seg_et_lo, seg_et_hi = segment_emit_times(ET, gptr, gid_of_pid[seg_pids], ev_t, np.diff(seg_ptr),
+                                                          np.int64(w), self.mode == K.MODE_EMIT)
             cap = seg_et_hi - seg_et_lo
         else:
             cap = np.ones(n_seg, np.int64)
@@ -457,32 +459,6 @@ def _slide_rows(ev_t: np.ndarray, seg_ptr: np.ndarray, w: int, s: int):
     ev_row = cum - 1 - (khi - klo) - np.repeat(starts, np.diff(seg_ptr))
     row_key = np.arange(int(cum[-1]) if len(cum) else 0, dtype=np.int64) + np.repeat(khi - cum + 1, new)
     return ev_row.astype(np.int64), row_key, (ends - starts).astype(np.int64)
-
-
-def _emit_rows(ET: np.ndarray, gptr: np.ndarray, gid: np.ndarray, ev_t: np.ndarray, seg_ptr: np.ndarray,
-               w: int | None):
-    """EMIT CHANGES output rows: per segment, the emit times of its group (``ET[gptr[g]:gptr[g + 1]]``,
-    rising) at which one of its matches can count, not every emit time of the group (a group of many
-    partitions would give each of them a row per END event of the group): under ``WITHIN w`` those
-    in ``[t, t + w)`` of one of its events, without WITHIN those from its first event on. Returns the
-    segments' emit times, one run per segment, and each segment's run ``[lo, hi)`` of them."""
-    n_g = len(gptr) - 1
-    uniq = np.unique(np.concatenate([ET, ev_t] + ([ev_t + w] if w is not None else [])))
-    span = len(uniq) + 1  # keys (group, rank of a time), in the order of ET
-    et_key = np.repeat(np.arange(n_g, dtype=np.int64), np.diff(gptr)) * span + np.searchsorted(uniq, ET)
-    a = np.searchsorted(et_key, gid * span + np.searchsorted(uniq, ev_t))
-    b = np.searchsorted(et_key, gid * span + np.searchsorted(uniq, ev_t + w)) if w is not None else gptr[gid + 1]
-    first = seg_ptr[:-1]
-    prev = np.empty_like(b)
-    prev[1:] = b[:-1]
-    prev[first] = a[first]
-    start = np.maximum(a, prev)  # both ends rise with the time within a segment: the union's new part
-    cnt = np.maximum(0, b - start)
-    cum = np.cumsum(cnt)
-    hi = cum[seg_ptr[1:] - 1] if len(first) else np.zeros(0, np.int64)
-    lo = np.concatenate([[0], hi[:-1]]).astype(np.int64)
-    idx = np.arange(int(cum[-1]) if len(cum) else 0, dtype=np.int64) + np.repeat(start - (cum - cnt), cnt)
-    return np.ascontiguousarray(ET[idx]), lo, hi.astype(np.int64)
 
 
 def _out_schema(q, prep, numeric):

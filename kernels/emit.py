@@ -1,0 +1,62 @@
+"""EMIT CHANGES output times per partition when a group holds several partitions (``[id]`` finer
+than GROUP-BY): an END event of the group gives a row at its time, and each partition adds its
+matches at that time. A partition's matches can count at an emit time ``te`` only when one of its
+events lies in ``(te - w, te]`` (under ``WITHIN w``), or at or before ``te`` (without WITHIN), so the
+kernels visit those emit times only, not every emit time of the group in every partition (that
+cost partitions x END events of the group: 10^4 partitions of one group in 10^5 events took 38 s
+and 17 GB on the scan path)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit, jit_inline
+
+
+@jit_inline
+def _lower(a, lo, hi, x):
+    """First index in ``[lo, hi)`` with ``a[i] >= x``."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@jit
+def segment_emit_times(ET, gptr, seg_group, t, seg_len, w, bounded):
+    """The emit times each segment (one partition's events: ``t`` in segment order, rising within a
+    segment, ``seg_len[k]`` of them, of group ``seg_group[k]``) must visit: those of its group
+    (``ET[gptr[g]:gptr[g + 1]]``, rising) in ``[t_e, t_e + w)`` of one of its events ``e``
+    (``bounded`` False: from its first event on). Returns ``(times, lo, hi)``: segment ``k``'s times
+    are ``times[lo[k]:hi[k]]``, rising. Two passes (count, then fill), a binary search per event."""
+    n_seg = seg_len.shape[0]
+    lo = np.empty(n_seg, np.int64)
+    hi = np.empty(n_seg, np.int64)
+    out = np.empty(0, np.int64)
+    for fill in range(2):
+        total = 0
+        e = 0
+        for k in range(n_seg):
+            g0 = gptr[seg_group[k]]
+            g1 = gptr[seg_group[k] + 1]
+            lo[k] = total
+            done = g0  # the group's times before this index are taken (or before every event)
+            for i in range(e, e + seg_len[k]):
+                a = _lower(ET, max(done, g0), g1, t[i])
+                b = _lower(ET, a, g1, t[i] + w) if bounded else g1
+                for j in range(max(a, done), b):
+                    if fill:
+                        out[total] = ET[j]
+                    total += 1
+                if b > done:
+                    done = b
+                if not bounded:
+                    break  # every later time of the group: taken with the first event
+            hi[k] = total
+            e += seg_len[k]
+        if not fill:
+            out = np.empty(total, np.int64)
+    return out, lo, hi

@@ -260,3 +260,19 @@ def test_uint64_values_above_int64_raise_cepvec_errors():
     with pytest.raises(cepvec.CepvecTypeError, match="column 'x' .UInt64. holds a value above the int64 range"):
         cepvec.run(scan, df, numeric="float64")
     assert cepvec.run(seq, df, numeric="float64")["SUM(A.x)"].to_list() == [2.0**64 - 1 + 5]
+
+
+@pytest.mark.parametrize("name", ["__pid", "__t", "__gid", "__bind", "__g"])
+def test_columns_named_like_cepvec_internal_columns(name):
+    """Names beginning with '__' are cepvec's own columns: a query that reads one gets an error naming
+    it and how to rename it (they once gave wrong rows, or crashed a kernel); an input column of such a
+    name that the query does not read changes nothing."""
+    ev = pl.DataFrame({"type": ["A", "B", "B", "A", "C", "B"], "time": [6, 9, 10, 11, 12, 14],
+                       "id": [1, 1, 2, 2, 2, 2], "g": [0] * 6, "v": [2.5, 1.0, 0.0, 4.0, 1.0, 3.0]})
+    text = "RETURN COUNT(*), SUM(A.v) PATTERN SEQ(A, B) WHERE [{c}] GROUP-BY g WITHIN 10 EMIT CHANGES"
+    with pytest.raises(cepvec.CepvecPlanError, match=f"column '{name}' is read by the query.*rename it"):
+        cepvec.run(text.format(c=name), ev.rename({"id": name}))
+    want = cepvec.run(text.format(c="id"), ev)
+    assert want.height == 3
+    assert cepvec.run(text.format(c="id"), ev.with_columns(pl.col("id").alias(name) * 7)).equals(want)
+    assert cepvec.run_many({"q": text.format(c="id")}, ev.with_columns(pl.lit(1).alias(name)))["q"].equals(want)

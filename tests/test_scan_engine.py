@@ -415,3 +415,34 @@ def test_slide_with_sparse_groups_and_a_gap_in_time():
     got = cepvec.run(q, many)
     assert got.height == 599 and set(got["COUNT(*)"]) == {3}  # two windows hold each later group's events
     assert rows_differ(_rows(got), _rows(cepvec.run(q, many, engine="reference"))) is None
+
+
+@pytest.mark.parametrize("window, hint", [("WITHIN 50", "WITHIN w SLIDE s keeps one value per open window"),
+                                          ("WITHIN 50 SLIDE 10", "a larger SLIDE"), ("", "a WITHIN window bounds")])
+def test_a_long_scan_warns_once_with_what_would_help(window, hint, monkeypatch):
+    """The predecessor scan estimates its steps (events x predecessors in reach x value rows) and warns
+    once per run past ``ScanRun.WARN_STEPS`` (1e10 by default), saying what would shorten it, from the
+    caller's line."""
+    import warnings
+
+    import numpy as np
+
+    from cepvec.errors import CepvecWarning
+    from cepvec.paths.scan.run import ScanRun
+
+    rng = np.random.default_rng(0)
+    n = 400
+    ev = pl.DataFrame({"type": ["A"] * n, "time": np.arange(n), "x": rng.random(n)})
+    q = cepvec.compile(f"RETURN COUNT(*) PATTERN A+ WHERE A.x + NEXT(A).x != 3 {window}")
+    assert greta_path(q) == "scan"
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        cepvec.run(q, ev, numeric="float64")
+    assert not [w for w in seen if issubclass(w.category, CepvecWarning) and "predecessor scan" in str(w.message)]
+    monkeypatch.setattr(ScanRun, "WARN_STEPS", 1000)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        cepvec.run(q, ev, numeric="float64")
+    mine = [w for w in seen if issubclass(w.category, CepvecWarning) and "predecessor scan" in str(w.message)]
+    assert len(mine) == 1 and hint in str(mine[0].message), [str(w.message) for w in mine]
+    assert mine[0].filename == __file__  # the caller's line, not a pool thread's

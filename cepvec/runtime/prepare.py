@@ -165,6 +165,19 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
         raise CepvecPlanError(
             f"attribute '{a}' used by the query is not a column of the input; columns are: "
             f"{', '.join(cols)}. Fix the query or add the column (nulls allowed)")
+    # names beginning with "__" are cepvec's own columns (ids, times, codes it adds while it runs): a
+    # column the query reads must not have one; the others are not carried along
+    read = dict.fromkeys([q.type_col, q.time_col, *q.attributes, *q.partition_by, *q.group_by])
+    reserved = [c for c in read if c.startswith("__")]
+    if reserved:
+        c = reserved[0]
+        raise CepvecPlanError(
+            f"column '{c}' is read by the query, but names beginning with '__' are reserved for the columns "
+            f"cepvec adds while it runs; rename it, e.g. events.rename({{'{c}': '{c.lstrip('_') or 'x'}'}}), "
+            "and use the new name in the query")
+    if any(c.startswith("__") for c in cols):
+        df = df.drop([c for c in cols if c.startswith("__")])
+        cols = df.columns
     wide = [a for a in q.attributes if str(df.schema[a]) in ("Int128", "UInt128")]
     if wide:
         raise CepvecTypeError(

@@ -106,8 +106,11 @@ def _ov_wmul(a, b):
             return np.int64(np.uint64(a) * np.uint64(b))
         return impl
 
+    # floats: a zero annihilates (no match times any weight is no match): IEEE's 0 * inf = NaN would
+    # let an infinite value of an event that is in no match turn every sum of its window into NaN
     def impl(a, b):
-        return a * b
+        p = a * b
+        return p if a != 0 and b != 0 else 0.0
     return impl
 
 

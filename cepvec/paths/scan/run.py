@@ -25,6 +25,7 @@ import polars as pl
 
 from cepvec.errors import CepvecDataError
 from cepvec.runtime import threads
+from cepvec.runtime.progress import warn_user
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.kernels.emit import segment_emit_times
 from cepvec.runtime.prepare import Prepared
@@ -123,6 +124,8 @@ class ScanRun:
         self.cells: list[pl.DataFrame] = []
         self.pending: list = []  # Futures of the pieces scanning in the pool (threads.in_pool)
         self.last_time: int | None = None
+        self.warned = False  # the long-run warning (_warn_if_long) was made; given by _add
+        self.warning: str | None = None
 
     #: events per scan under a window: a large batch is scanned in pieces, so the per-call rows
     #: (events x buckets) stay proportional to the piece plus the carry, not to the batch
@@ -263,6 +266,9 @@ class ScanRun:
             self._add(self.pending.pop(0).result())
 
     def _add(self, cells: pl.DataFrame | None) -> None:
+        if self.warning is not None:
+            warn_user(self.warning)
+            self.warning = None
         if cells is not None and len(cells):
             self.cells.append(cells)
 
@@ -399,6 +405,36 @@ class ScanRun:
         return lambda: self._scan_cells(run, mm, main, flo, seg_ptr, seg_pids, row_key, seg_et_lo, out_ptr,
                                         cap, ET, ev_t, out_vi, out_vf, out_mm)
 
+    #: steps of a scan (events x predecessors in reach x value rows each adds) past which a run warns
+    #: that it will be long: about 1 ns a step here, so some ten seconds
+    WARN_STEPS = 1e10
+
+    def _buckets(self, reach: np.ndarray) -> np.ndarray:
+        """Value rows a predecessor adds (docs/algorithms.md section 5): one without a window, the open
+        windows under SLIDE, the distinct start times in reach under WITHIN alone (about ``reach``)."""
+        if self.mode == K.MODE_SLIDE:
+            return np.minimum(reach, -(-self.w // self.s))
+        return reach if self.mode in (K.MODE_WITHIN, K.MODE_EMIT) else np.ones_like(reach)
+
+    def _warn_if_long(self, steps: float, reach: float) -> None:
+        """Warn once per run when a scan's estimated steps pass :attr:`WARN_STEPS`, with what would help
+        (kept here and given by the thread that collects the results: a pool thread's warning would point
+        at no line of the caller's)."""
+        if steps <= self.WARN_STEPS or self.warned:
+            return
+        self.warned = True
+        if self.mode in (K.MODE_WITHIN, K.MODE_EMIT):
+            hint = ("each event keeps a value per distinct start time in its window, so the cost grows with the "
+                    "square of a window's events; WITHIN w SLIDE s keeps one value per open window, and runs "
+                    "comparisons such as S.price > NEXT(S).price on the trend path in O(log n) per event")
+        elif self.mode == K.MODE_SLIDE:
+            hint = "a shorter WITHIN, or a larger SLIDE, shortens the predecessor scans"
+        else:
+            hint = "without WITHIN every earlier event of a partition is a predecessor; a WITHIN window bounds them"
+        self.warning = (f"query {' '.join(self.q.text.split())!r} runs on the predecessor scan (docs/algorithms.md "
+                        f"section 5): about {steps:.1e} steps for this input (up to {reach:,.0f} events of one "
+                        f"partition in reach of an event, about a nanosecond a step), a long run; {hint}")
+
     def _scan_cells(self, run, mm, main, flo, seg_ptr, seg_pids, row_key, seg_et_lo, out_ptr, cap, ET, ev_t,
                     out_vi, out_vf, out_mm) -> pl.DataFrame:
         """Run the scan (``run`` over ranges of segments, in threads) and read the cells off its output."""
@@ -408,9 +444,12 @@ class ScanRun:
         # a segment weighs its events times the events in a window (a dense partition scans more);
         # the first error in segment order is raised
         n_ev = np.diff(seg_ptr)
-        if w > 0 and len(n_ev):
+        if len(n_ev):
             span = ev_t[seg_ptr[1:] - 1] - ev_t[seg_ptr[:-1]] + 1
-            n_ev = n_ev * np.clip(n_ev * (w / span), 1, n_ev)  # floats: n_ev * w may leave int64
+            reach = np.clip(n_ev * (w / span), 1, n_ev) if w > 0 else n_ev.astype(np.float64)
+            self._warn_if_long(float(np.sum(n_ev * reach * self._buckets(reach))), float(reach.max()))
+            if w > 0:
+                n_ev = n_ev * reach  # floats: n_ev * w may leave int64
         for err in map_threads(run, split_ranges(n_ev, threads.MIN_EVENTS_PER_THREAD // 16)):
             if err[0]:
                 raise overflow_error(q, parts.locate(int(err[1]), int(err[2])))

@@ -276,3 +276,27 @@ def test_columns_named_like_cepvec_internal_columns(name):
     assert want.height == 3
     assert cepvec.run(text.format(c="id"), ev.with_columns(pl.col("id").alias(name) * 7)).equals(want)
     assert cepvec.run_many({"q": text.format(c="id")}, ev.with_columns(pl.lit(1).alias(name)))["q"].equals(want)
+
+
+@pytest.mark.parametrize("pattern", ["SEQ(A, B) WHERE [id]", "A+ WHERE [id] AND A.x != NEXT(A).x"])
+def test_emit_changes_rows_past_the_memory_budget_are_refused_with_a_fix(pattern, monkeypatch):
+    """EMIT CHANGES without WITHIN, ``[id]`` finer than GROUP-BY: a row per partition and later END time
+    of the group. Past ``EMIT_ROWS_BUDGET`` bytes (an eighth of the machine's memory) the linear and the
+    scan path raise a CepvecPlanError that names the rows and the fixes, before allocating them (a
+    process was once killed instead); under WITHIN the same input runs."""
+    import numpy as np
+
+    from cepvec.runtime import memory
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    ev = pl.DataFrame({"type": rng.choice(["A", "B"], n), "time": np.arange(n), "id": rng.integers(0, 300, n),
+                       "x": rng.integers(0, 5, n)})
+    text = f"RETURN COUNT(*) PATTERN {pattern} EMIT CHANGES"
+    want = cepvec.run(text, ev)
+    monkeypatch.setattr(memory, "EMIT_ROWS_BUDGET", 10_000)
+    with pytest.raises(cepvec.CepvecPlanError, match=r"partitions .* a row at every later END time.*Add WITHIN w"):
+        cepvec.run(text, ev)
+    assert cepvec.run(text.replace("EMIT CHANGES", "WITHIN 50 EMIT CHANGES"), ev).height > 0
+    monkeypatch.setattr(memory, "EMIT_ROWS_BUDGET", 1 << 40)
+    assert cepvec.run(text, ev).equals(want)

@@ -22,6 +22,8 @@ import ctypes
 import os
 import sys
 
+from cepvec.errors import CepvecPlanError
+
 #: mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -50,3 +52,34 @@ def tune_allocator() -> str:
             why = "not glibc"
     STATE[0] = why
     return why
+
+
+def physical_memory() -> int:
+    """Bytes of memory of this machine (8 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover (not POSIX)
+        return 8 << 30
+
+
+#: bytes of EMIT CHANGES rows that one kernel call may write before :func:`check_emit_rows` refuses
+#: (an eighth of the machine's memory: the rows are copied twice on their way to the frame;
+#: ``CEPVEC_EMIT_ROWS_BYTES`` overrides it)
+EMIT_ROWS_BUDGET = int(os.environ.get("CEPVEC_EMIT_ROWS_BYTES", 0)) or physical_memory() // 8
+
+
+def check_emit_rows(q, rows: int, row_bytes: int, partitions: int) -> None:
+    """EMIT CHANGES without WITHIN where a group holds several partitions (``[id]`` finer than
+    GROUP-BY): the linear and scan kernels write a row per partition and END time of its group (a
+    partition's matches count at every later END time), so rows grow with partitions x END times. A
+    :class:`~cepvec.errors.CepvecPlanError` that says so, and what avoids it, when they would take
+    more than :data:`EMIT_ROWS_BUDGET` (before, the allocation failed or the process was killed)."""
+    if rows * row_bytes <= EMIT_ROWS_BUDGET:
+        return
+    raise CepvecPlanError(
+        f"query {' '.join(q.text.split())!r}: EMIT CHANGES without WITHIN gives each of {partitions:,} "
+        f"partitions (equivalence keys finer than GROUP-BY) a row at every later END time of its group: "
+        f"{rows:,} rows here, about {rows * row_bytes / 2**30:.1f} GiB, more than the {EMIT_ROWS_BUDGET / 2**30:.1f} "
+        "GiB allowed (an eighth of this machine's memory; CEPVEC_EMIT_ROWS_BYTES sets it). Add WITHIN w (a "
+        "partition then writes rows only within w of its events), or GROUP-BY the equivalence attributes "
+        "(a row per partition and END time of its own)")

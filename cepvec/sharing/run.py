@@ -19,6 +19,7 @@ import polars as pl
 from cepvec.errors import CepvecError, CepvecPlanError
 from cepvec.plan.ir import Query
 from cepvec.registry import Choice, choose
+from cepvec.runtime.memory import physical_memory
 from cepvec.runtime.prepare import Prepared, check_predicate_types, output_schema, prepare
 from cepvec.sharing.executor import SharedRun, runs_shared
 from cepvec.sharing.workload import SHARING, Workload, compile_workload, named
@@ -74,13 +75,6 @@ def prepare_workload(wl: Workload, events, *, engine: str = "auto", numeric: str
     return preps, choices
 
 
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover (not POSIX)
-        return 8 << 30
-
-
 #: Bytes the shared executor's state may take (1 GiB, at most a quarter of the machine's memory, or
 #: ``CEPVEC_SHARED_STATE_BYTES``): its state is dense per partition (every trie node's counts by start
 #: pane), about 0.24 MB per partition for Sharon's 120 queries under SLIDE, so 10^5 customers took
@@ -88,7 +82,7 @@ def _physical_memory() -> int:
 #: ``sharing="none"``), whose state grows with the events instead. Measured on that workload (10^6
 #: events, one process): 3 000 customers (0.72 GB) shared 3.6 s, unshared 4.4 s; 10 000 (2.4 GB)
 #: shared 8.4 s, unshared 4.7 s.
-STATE_BUDGET = int(os.environ.get("CEPVEC_SHARED_STATE_BYTES", 0)) or min(1 << 30, _physical_memory() // 4)
+STATE_BUDGET = int(os.environ.get("CEPVEC_SHARED_STATE_BYTES", 0)) or min(1 << 30, physical_memory() // 4)
 
 
 def _state_bytes(run, q: Query, p: Prepared) -> int:

@@ -22,6 +22,7 @@ import polars as pl
 
 from cepvec.errors import CepvecDataError
 from cepvec.kernels.emit import segment_emit_times
+from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import _jit, linear as K
 from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
@@ -363,6 +364,7 @@ class LinearStream(Partitions):
         elif emit:  # without WITHIN a partition's matches count at every later emit time (state carries over)
             emit_lo = ptr[gop[seg_pid]]
             emit_hi = ptr[gop[seg_pid] + 1]
+            check_emit_rows(self.q, int(np.sum(emit_hi - emit_lo)), 16 + 8 * len(self.plan.out_rows), len(seg_pid))
         else:
             emit_lo = emit_hi = np.zeros(len(seg_pid), np.int64)
             emit_times = np.zeros(0, np.int64)

@@ -28,6 +28,7 @@ from cepvec.runtime import threads
 from cepvec.runtime.progress import warn_user
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.kernels.emit import segment_emit_times
+from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
 from cepvec.paths.base import feed
@@ -378,6 +379,8 @@ class ScanRun:
             ET, seg_et_lo, seg_et_hi = segment_emit_times(ET, gptr, gid_of_pid[seg_pids], ev_t, np.diff(seg_ptr),
                                                           np.int64(w), self.mode == K.MODE_EMIT)
             cap = seg_et_hi - seg_et_lo
+            if self.mode == K.MODE_EMIT_ALL and list(q.partition_by) != list(q.group_by):
+                check_emit_rows(q, int(cap.sum()), 8 * (3 + len(main) + len(flo) + 2 * len(mm)), n_seg)
         else:
             cap = np.ones(n_seg, np.int64)
         out_ptr = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)

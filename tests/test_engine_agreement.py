@@ -293,3 +293,30 @@ def test_infinite_and_nan_values_count_only_in_their_matches(text, numeric):
     want = _rows(cepvec.run(q, ev, engine="reference", numeric=numeric))
     got = _rows(cepvec.run(q, ev, numeric=numeric))
     assert str(got) == str(want)  # (NaN == NaN as text)
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), cuts=st.lists(st.integers(1, 59), max_size=4),
+       text=st.sampled_from([
+           "RETURN g, COUNT(*), SUM(b.x), AVG(a.x) PATTERN SEQ(A a, B b) WHERE [id] GROUP-BY g EMIT CHANGES",
+           "RETURN COUNT(*), COUNT(b) PATTERN SEQ(A a, B+ b) WHERE [id] EMIT CHANGES",
+           "RETURN g, COUNT(*) PATTERN SEQ(A, B, NOT C) WHERE [id] GROUP-BY g EMIT CHANGES",
+           "RETURN g, SUM(b.x) PATTERN SEQ(NOT C, A, B b) WHERE [id] GROUP-BY g EMIT CHANGES",
+           "RETURN COUNT(*) PATTERN SEQ(A, NOT C, B) WHERE [id] EMIT CHANGES"]))
+def test_unbounded_emit_changes_carried_forward(seed, cuts, text):
+    """EMIT CHANGES without WITHIN, several partitions (``[id]``) per group: the linear kernel writes a
+    partition's row only where its totals change and the stream carries the rows forward and adds them
+    up per group at every emit time (``LinearStream._carried_forward``): the reference engine's rows,
+    with negations that lower a partition's count, ties, and the input cut into batches (a partition's
+    last row from an earlier batch counts in the later ones)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = 60
+    df = pl.DataFrame({"type": rng.choice(list("ABC"), n), "time": np.sort(rng.integers(0, 40, n)),
+                       "id": rng.integers(0, 6, n), "g": rng.integers(0, 2, n), "x": rng.integers(-2, 4, n)})
+    df = df.with_columns(pl.col("g").first().over("id"))  # each partition in one group
+    q = cepvec.compile(text)
+    want = _rows(cepvec.run(q, df, engine="reference"))
+    got = _rows(run_engine(q, prepare(q, df), "greta" if q.is_kleene else "aseq", batches=sorted(set(cuts))))
+    assert rows_differ(got, want) is None

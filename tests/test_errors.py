@@ -278,12 +278,15 @@ def test_columns_named_like_cepvec_internal_columns(name):
     assert cepvec.run_many({"q": text.format(c="id")}, ev.with_columns(pl.lit(1).alias(name)))["q"].equals(want)
 
 
-@pytest.mark.parametrize("pattern", ["SEQ(A, B) WHERE [id]", "A+ WHERE [id] AND A.x != NEXT(A).x"])
-def test_emit_changes_rows_past_the_memory_budget_are_refused_with_a_fix(pattern, monkeypatch):
-    """EMIT CHANGES without WITHIN, ``[id]`` finer than GROUP-BY: a row per partition and later END time
-    of the group. Past ``EMIT_ROWS_BUDGET`` bytes (an eighth of the machine's memory) the linear and the
-    scan path raise a CepvecPlanError that names the rows and the fixes, before allocating them (a
-    process was once killed instead); under WITHIN the same input runs."""
+@pytest.mark.parametrize("aggs, pattern", [("COUNT(*), MAX(B.x)", "SEQ(A, B) WHERE [id]"),
+                                           ("COUNT(*)", "A+ WHERE [id] AND A.x != NEXT(A).x")])
+def test_emit_changes_rows_past_the_memory_budget_are_refused_with_a_fix(aggs, pattern, monkeypatch):
+    """EMIT CHANGES without WITHIN, ``[id]`` finer than GROUP-BY, where the rows are a row per partition
+    and later END time of the group (MIN / MAX on the linear path, any aggregate on the scan path).
+    Past ``EMIT_ROWS_BUDGET`` bytes (an eighth of the machine's memory) they raise a CepvecPlanError that
+    names the rows and the fixes, before allocating them (a process was once killed instead); under
+    WITHIN the same input runs, and so do counts and sums on the linear path (rows where a partition's
+    totals change, carried forward)."""
     import numpy as np
 
     from cepvec.runtime import memory
@@ -292,11 +295,13 @@ def test_emit_changes_rows_past_the_memory_budget_are_refused_with_a_fix(pattern
     n = 3000
     ev = pl.DataFrame({"type": rng.choice(["A", "B"], n), "time": np.arange(n), "id": rng.integers(0, 300, n),
                        "x": rng.integers(0, 5, n)})
-    text = f"RETURN COUNT(*) PATTERN {pattern} EMIT CHANGES"
+    text = f"RETURN {aggs} PATTERN {pattern} EMIT CHANGES"
     want = cepvec.run(text, ev)
     monkeypatch.setattr(memory, "EMIT_ROWS_BUDGET", 10_000)
     with pytest.raises(cepvec.CepvecPlanError, match=r"partitions .* a row at every later END time.*Add WITHIN w"):
         cepvec.run(text, ev)
     assert cepvec.run(text.replace("EMIT CHANGES", "WITHIN 50 EMIT CHANGES"), ev).height > 0
+    sums = "RETURN COUNT(*), SUM(B.x) PATTERN SEQ(A, B) WHERE [id] EMIT CHANGES"
+    assert cepvec.run(sums, ev).height > 1000
     monkeypatch.setattr(memory, "EMIT_ROWS_BUDGET", 1 << 40)
     assert cepvec.run(text, ev).equals(want)

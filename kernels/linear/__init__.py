@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from . import arith  # first: registers the @overload stubs (each module imports what it calls anyway)
 from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_FAST, F_FASTW, F_LEFT, F_RIGHT, F_TIE, HDR, MODE_EMIT,
-                        MODE_EMIT_UNBOUNDED, MODE_NONE, MODE_SLIDE, MODE_WITHIN, ST_GROW_OUT, ST_GROW_U, ST_OK,
+                        MODE_EMIT_CHANGED, MODE_EMIT_UNBOUNDED, MODE_NONE, MODE_SLIDE, MODE_WITHIN, ST_GROW_OUT, ST_GROW_U, ST_OK,
                         ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
 from .encode import (carry_index, combine_bits, count_events, emit_schedule,
                      encode_programs, fill_carry, fill_events, order_long_ties, order_ties,

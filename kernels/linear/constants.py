@@ -8,6 +8,10 @@ MODE_WITHIN = 1  # WITHIN w: running total of matches with last - first < w
 MODE_EMIT = 2  # WITHIN w EMIT CHANGES: result at given times t over (t - w, t]
 MODE_SLIDE = 3  # WITHIN w SLIDE s: result per window [k s, k s + w)
 MODE_EMIT_UNBOUNDED = 4  # EMIT CHANGES without WITHIN
+# EMIT CHANGES without WITHIN where a group holds several partitions (sums, not MIN / MAX): a partition's
+# row at an emit time only when its running totals changed since its last row of the call (and at the
+# call's first emit time); the caller carries each partition's last row forward
+MODE_EMIT_CHANGED = 5
 
 ERR_OVERFLOW = 1
 

@@ -11,9 +11,10 @@ import numpy as np
 from .._jit import jit
 from .apply import _apply_fast, _apply_generic, _dot, _fast, _set_identity, _u_row, _within_generic
 from .arith import _add, _mul
-from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_UNBOUNDED,
+from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_CHANGED,
+                        MODE_EMIT_UNBOUNDED,
                         MODE_SLIDE, MODE_WITHIN)
-from .windows import _drive_emit, _drive_slide, _drive_vector, _drive_within
+from .windows import _drive_emit, _drive_slide, _drive_vector, _drive_within, _emit_rows_bound, _emits
 
 
 def run_segments(mode, w, s, check,
@@ -129,9 +130,9 @@ def _run_general(mode, w, s,
     n_out_rows = out_rows.shape[0]
     out0 = out_rows[0]
     ocap = 0
-    if mode == MODE_EMIT or mode == MODE_EMIT_UNBOUNDED:
+    if mode == MODE_EMIT or mode == MODE_EMIT_UNBOUNDED or mode == MODE_EMIT_CHANGED:
         for sg in range(seg_lo.shape[0]):
-            ocap += seg_emit_hi[sg] - seg_emit_lo[sg]
+            ocap += _emit_rows_bound(mode, seg_lo[sg], seg_hi[sg], seg_emit_lo[sg], seg_emit_hi[sg])
     elif mode == MODE_SLIDE:
         for sg in range(seg_lo.shape[0]):
             ocap += _slide_bound(w, s, seg_lo[sg], seg_hi[sg], ev_time)
@@ -207,11 +208,12 @@ def _run_general(mode, w, s,
         if not windowed:
             for r in range(D):
                 Xv[r, 0] = X_state[pid, r]
+            n_first = n_out
             for gi in range(ng + 1):
                 t = ev_time[gstart[gi]] if gi < ng else 0
-                if mode == MODE_EMIT_UNBOUNDED:
+                if mode == MODE_EMIT_UNBOUNDED or mode == MODE_EMIT_CHANGED:
                     while ep < ep_hi and (gi == ng or emit_times[ep] < t):
-                        if Xv[out0, 0] != 0:
+                        if _emits(mode, Xv, out_rows, out_val, n_out, n_first):
                             out_pid[n_out] = pid
                             out_key[n_out] = emit_times[ep]
                             for r in range(n_out_rows):

@@ -21,7 +21,8 @@ import numpy as np
 from .._jit import jit, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
-from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_UNBOUNDED, ST_GROW_OUT,
+from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
+                        MODE_EMIT_UNBOUNDED, ST_GROW_OUT,
                         ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
 
 
@@ -391,7 +392,7 @@ def _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_
     running totals at every output time). Returns ``(status, n_out)``."""
     D = Xv.shape[0]
     n_out_rows = out_rows.shape[0]
-    out0 = out_rows[0]
+    n_first = n_out  # this segment's first row
     for r in range(D):
         Xv[r, 0] = X_state[pid, r]
     t_prev = 0
@@ -404,9 +405,9 @@ def _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_
                                                       and not _tie_fits(PT, ev_prog[e - 1], ev_prog[e])):
                 return ST_SLOW, n_out
             t_prev = t
-        if mode == MODE_EMIT_UNBOUNDED:
+        if mode == MODE_EMIT_UNBOUNDED or mode == MODE_EMIT_CHANGED:
             while ep < ep_hi and (e == hi or emit_times[ep] < t):
-                if Xv[out0, 0] != 0:
+                if _emits(mode, Xv, out_rows, out_val, n_out, n_first):
                     if n_out == out_pid.shape[0]:
                         return ST_GROW_OUT, n_out
                     out_pid[n_out] = pid
@@ -426,6 +427,30 @@ def _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_
     for r in range(D):
         X_state[pid, r] = Xv[r, 0]
     return ST_OK, n_out
+
+
+@jit_inline
+def _emit_rows_bound(mode, lo, hi, ep, ep_hi):
+    """Most EMIT CHANGES rows of a segment: one per emit time; with MODE_EMIT_CHANGED at most one more
+    than its events (its totals change only at them)."""
+    n = ep_hi - ep
+    if mode == MODE_EMIT_CHANGED and hi - lo + 1 < n:
+        n = hi - lo + 1
+    return n
+
+
+@jit_inline
+def _emits(mode, Xv, out_rows, out_val, n_out, n_first):
+    """Whether an EMIT CHANGES row is written now: a non-zero count (MODE_EMIT_UNBOUNDED); or the
+    segment's first row, or totals that differ from its last row (MODE_EMIT_CHANGED)."""
+    if mode != MODE_EMIT_CHANGED:
+        return Xv[out_rows[0], 0] != 0
+    if n_out == n_first:
+        return True
+    for r in range(out_rows.shape[0]):
+        if out_val[n_out - 1, r] != Xv[out_rows[r], 0]:
+            return True
+    return False
 
 
 @jit
@@ -600,9 +625,9 @@ def _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_
     """No window and EMIT CHANGES without WITHIN: the fast loop over every segment."""
     D = v0.shape[0]
     ocap = 0
-    if mode == MODE_EMIT_UNBOUNDED:
+    if mode == MODE_EMIT_UNBOUNDED or mode == MODE_EMIT_CHANGED:
         for sg in range(seg_lo.shape[0]):
-            ocap += seg_emit_hi[sg] - seg_emit_lo[sg]
+            ocap += _emit_rows_bound(mode, seg_lo[sg], seg_hi[sg], seg_emit_lo[sg], seg_emit_hi[sg])
     out_pid = np.empty(ocap, np.int64)
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)

@@ -10,19 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline
-
-
-@jit_inline
-def _lower(a, lo, hi, x):
-    """First index in ``[lo, hi)`` with ``a[i] >= x``."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+from ._jit import jit
+from .trend.keys import _lower
 
 
 @jit

@@ -320,3 +320,14 @@ def test_unbounded_emit_changes_carried_forward(seed, cuts, text):
     want = _rows(cepvec.run(q, df, engine="reference"))
     got = _rows(run_engine(q, prepare(q, df), "greta" if q.is_kleene else "aseq", batches=sorted(set(cuts))))
     assert rows_differ(got, want) is None
+
+
+def test_unbounded_emit_changes_group_total_past_int64_raises():
+    """Carried-forward group totals (``LinearStream._carried_forward``) are checked: three partitions of
+    about 4.6e18 trends each pass int64 in the group's total at the third END time (float64 runs)."""
+    rows = [(t, 1000 * k + i, k) for k in range(3) for i, t in enumerate(["A"] * 62 + ["B"])]
+    df = pl.DataFrame(rows, schema=["type", "time", "id"], orient="row")
+    q = "RETURN COUNT(*) PATTERN SEQ(A+, B) WHERE [id] EMIT CHANGES"
+    assert cepvec.run(q, df, numeric="float64")["COUNT(*)"].to_list() == [float(2**62 - 1) * k for k in (1, 2, 3)]
+    with pytest.raises(cepvec.CepvecOverflowError, match="adding up the partitions of a group"):
+        cepvec.run(q, df)

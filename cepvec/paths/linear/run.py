@@ -322,18 +322,13 @@ class LinearStream(Partitions):
         steps = np.concatenate([delta, np.zeros((len(times), ncol), self.dtype)])
         order = np.lexsort((is_emit, t, g))  # a change at t counts at the emit time t
         g, t, is_emit, steps = g[order], t[order], is_emit[order], steps[order]
-        run = np.cumsum(steps, axis=0)
-        if self.dtype == np.int64 and len(run):  # the running sums are group totals: check them exactly
-            if np.abs(np.cumsum(steps.astype(np.float64), axis=0)).max() >= 9.2e18:
-                raise overflow_error(self.q, "when adding up the partitions of a group")
         start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])  # each group's running sum starts at 0
-        before = np.zeros((len(start), ncol), self.dtype)
-        before[1:] = run[start[1:] - 1]
-        run -= np.repeat(before, np.diff(np.r_[start, len(g)]), axis=0)
+        run = _group_running_sums(steps, start)  # int64: wraps across groups, exact within one
+        if self.dtype == np.int64 and len(run):  # a group's total past int64: the same sums in float64
+            if np.abs(_group_running_sums(steps.astype(np.float64), start)).max() >= 9.2e18:
+                raise overflow_error(self.q, "when adding up the partitions of a group")
         at = np.flatnonzero((is_emit == 1) & (run[:, 0] != 0))
-        rep = np.empty(n_groups, np.int64)
-        rep[gop[::-1]] = np.arange(len(gop), dtype=np.int64)[::-1]
-        return rep[g[at]], t[at], run[at]
+        return _first_partitions(gop, n_groups)[g[at]], t[at], run[at]
 
     def _process(self, df: pl.DataFrame | None, times: np.ndarray | None, limit: int):
         nw = len(self.wcols)
@@ -402,8 +397,7 @@ class LinearStream(Partitions):
             ptr, emit_times = K.emit_schedule(n_groups, gop, times, cls, cls_prog, self.prog_flags, pid)
             g_emit = ptr[1:] - ptr[:-1]
             if self._changes():  # the group of each emit time, by a partition of it (ids stay; groups may not)
-                rep = np.empty(n_groups, np.int64)
-                rep[gop[::-1]] = np.arange(n_parts, dtype=np.int64)[::-1]
+                rep = _first_partitions(gop, n_groups)
                 self.emit_log.append((rep[np.repeat(np.arange(n_groups), g_emit)], emit_times))
             active |= g_emit[gop] > 0  # partitions of a group with output times still hold a window
         seg_pid = np.nonzero(active)[0].astype(np.int64)
@@ -543,6 +537,21 @@ class LinearRun:
             st.finish()
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
+
+
+def _first_partitions(gop: np.ndarray, n_groups: int) -> np.ndarray:
+    """The first partition id of each group (``gop``: the group of each partition id)."""
+    rep = np.empty(n_groups, np.int64)
+    rep[gop[::-1]] = np.arange(len(gop), dtype=np.int64)[::-1]
+    return rep
+
+
+def _group_running_sums(steps: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Running sums of the rows of ``steps`` (2-D), restarted at each row index of ``start``."""
+    run = np.cumsum(steps, axis=0)
+    before = np.zeros((len(start), steps.shape[1]), steps.dtype)
+    before[1:] = run[start[1:] - 1]
+    return run - np.repeat(before, np.diff(np.r_[start, len(steps)]), axis=0)
 
 
 def _order_ties_numpy(seg_lo, seg_hi, ev_t, ev_prog, ev_w, PT) -> None:

@@ -295,7 +295,7 @@ def test_infinite_and_nan_values_count_only_in_their_matches(text, numeric):
     assert str(got) == str(want)  # (NaN == NaN as text)
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31), cuts=st.lists(st.integers(1, 59), max_size=4),
        text=st.sampled_from([
            "RETURN g, COUNT(*), SUM(b.x), AVG(a.x) PATTERN SEQ(A a, B b) WHERE [id] GROUP-BY g EMIT CHANGES",

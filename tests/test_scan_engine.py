@@ -368,7 +368,7 @@ def test_nan_and_null_group_keys_stay_apart():
 # --------------------------------------------------------------------------- SLIDE output rows
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=40),
        st.integers(1, 7), st.integers(1, 7))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_slide_rows_are_the_windows_that_hold_an_event(steps, w, s):
     """``_slide_rows`` numbers, per segment, exactly the windows that hold one of its events, in window
     order, and each event's windows are consecutive rows from its ``ev_row`` on (brute force: the

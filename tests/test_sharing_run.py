@@ -119,10 +119,12 @@ def test_shared_executor_equals_run_and_reference(texts, df, sharing, numeric, d
     assert_same(run_many_cut(wl, df, sharing=sharing, numeric=numeric, batches=cuts), texts, df, numeric=numeric)
 
 
-@pytest.mark.parametrize("window", ["WITHIN 40 SLIDE 10", "WITHIN 45 SLIDE 10", "WITHIN 70 SLIDE 1",
-                                    "WITHIN 7 SLIDE 20", "WITHIN 40", "WITHIN 400", "WITHIN 40 EMIT CHANGES",
-                                    "EMIT CHANGES"])
-@pytest.mark.parametrize("rows", [None, (16, 64)])
+_WINDOWS = ["WITHIN 40 SLIDE 10", "WITHIN 45 SLIDE 10", "WITHIN 70 SLIDE 1", "WITHIN 7 SLIDE 20", "WITHIN 40",
+            "WITHIN 400", "WITHIN 40 EMIT CHANGES", "EMIT CHANGES"]
+
+
+@pytest.mark.parametrize("window, rows", [(w, None) for w in _WINDOWS]
+                         + [(w, (16, 64)) for w in ("WITHIN 70 SLIDE 1", "WITHIN 400", "WITHIN 40 EMIT CHANGES")])
 def test_shared_executor_on_many_events_and_partitions(window, rows, monkeypatch):
     """Ties in several partitions at once, panes of gcd(WITHIN, SLIDE), more than 62 pane slots (no bit
     mask), gaps between windows; under WITHIN alone, ordinal slots that grow past the 62 of the mask

@@ -14,16 +14,25 @@ from ._jit import jit
 from .trend.keys import _lower
 
 
+#: which emit times of its group a segment visits (:func:`segment_emit_times`)
+FROM_FIRST = 0  # every one from its first event on (a partition's matches count at every later one)
+WITHIN = 1  # those within ``w`` after one of its events
+NEXT = 2  # the first at or after each of its events (its totals change only at its events)
+
+
 @jit
-def segment_emit_times(ET, gptr, seg_group, t, seg_len, w, bounded):
+def segment_emit_times(ET, gptr, seg_group, t, seg_len, w, how, pending):
     """The emit times each segment (one partition's events: ``t`` in segment order, rising within a
-    segment, ``seg_len[k]`` of them, of group ``seg_group[k]``) must visit: those of its group
-    (``ET[gptr[g]:gptr[g + 1]]``, rising) in ``[t_e, t_e + w)`` of one of its events ``e``
-    (``bounded`` False: from its first event on). Returns ``(times, lo, hi)``: segment ``k``'s times
-    are ``times[lo[k]:hi[k]]``, rising. Two passes (count, then fill), a binary search per event."""
+    segment, ``seg_len[k]`` of them, of group ``seg_group[k]``) must visit, of its group's
+    (``ET[gptr[g]:gptr[g + 1]]``, rising): by ``how`` (``FROM_FIRST``, ``WITHIN``, ``NEXT``); a
+    ``pending`` segment (``NEXT``: a change of an earlier call not written yet) also visits its
+    group's first. Returns ``(times, lo, hi, left)``: segment ``k``'s times are ``times[lo[k]:hi[k]]``,
+    rising; ``left[k]`` (``NEXT``): a change at its last event (or a pending one) found no emit time
+    in this call. Two passes (count, then fill), a binary search per event."""
     n_seg = seg_len.shape[0]
     lo = np.empty(n_seg, np.int64)
     hi = np.empty(n_seg, np.int64)
+    left = np.zeros(n_seg, np.bool_)
     out = np.empty(0, np.int64)
     for fill in range(2):
         total = 0
@@ -33,19 +42,33 @@ def segment_emit_times(ET, gptr, seg_group, t, seg_len, w, bounded):
             g1 = gptr[seg_group[k] + 1]
             lo[k] = total
             done = g0  # the group's times before this index are taken (or before every event)
+            if how == NEXT and pending[k]:
+                if g1 > g0:
+                    if fill:
+                        out[total] = ET[g0]
+                    total += 1
+                    done = g0 + 1
+                else:
+                    left[k] = True
             for i in range(e, e + seg_len[k]):
-                a = _lower(ET, max(done, g0), g1, t[i])
-                b = _lower(ET, a, g1, t[i] + w) if bounded else g1
+                a = _lower(ET, done, g1, t[i])
+                if how == WITHIN:
+                    b = _lower(ET, a, g1, t[i] + w)
+                elif how == NEXT:
+                    b = min(a + 1, g1)
+                    left[k] = a == g1
+                else:
+                    b = g1
                 for j in range(max(a, done), b):
                     if fill:
                         out[total] = ET[j]
                     total += 1
                 if b > done:
                     done = b
-                if not bounded:
+                if how == FROM_FIRST:
                     break  # every later time of the group: taken with the first event
             hi[k] = total
             e += seg_len[k]
         if not fill:
             out = np.empty(total, np.int64)
-    return out, lo, hi
+    return out, lo, hi, left

@@ -331,3 +331,17 @@ def test_unbounded_emit_changes_group_total_past_int64_raises():
     assert cepvec.run(q, df, numeric="float64")["COUNT(*)"].to_list() == [float(2**62 - 1) * k for k in (1, 2, 3)]
     with pytest.raises(cepvec.CepvecOverflowError, match="adding up the partitions of a group"):
         cepvec.run(q, df)
+
+
+@pytest.mark.parametrize("cuts", [[], [3], [2], [4], [3, 4]])
+def test_unbounded_emit_changes_a_change_after_the_last_emit_time_of_a_batch(cuts):
+    """A partition's totals can change at an event that is not an END event (an end negation ends its
+    match): with no emit time of its group after it in the batch, the change is written at the group's
+    first emit time of a later batch, where the partition has no event of its own (without that, its
+    old total is carried forward: 2 instead of 1 at time 11)."""
+    df = pl.DataFrame({"type": ["A", "B", "C", "A", "B"], "time": [1, 2, 5, 10, 11], "id": [1, 1, 1, 2, 2],
+                       "g": [0] * 5})
+    q = cepvec.compile("RETURN g, COUNT(*) PATTERN SEQ(A, B, NOT C) WHERE [id] GROUP-BY g EMIT CHANGES")
+    want = _rows(cepvec.run(q, df, engine="reference"))
+    assert [r["COUNT(*)"] for r in want] == [1, 1]
+    assert rows_differ(_rows(run_engine(q, prepare(q, df), "aseq", batches=cuts)), want) is None

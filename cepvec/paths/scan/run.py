@@ -27,7 +27,7 @@ from cepvec.errors import CepvecDataError
 from cepvec.runtime import threads
 from cepvec.runtime.progress import warn_user
 from cepvec.runtime.threads import map_threads, split_ranges
-from cepvec.kernels.emit import segment_emit_times
+from cepvec.kernels.emit import FROM_FIRST as EMIT_FROM_FIRST, WITHIN as EMIT_WITHIN, segment_emit_times
 from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
@@ -376,8 +376,9 @@ class ScanRun:
             ET = np.ascontiguousarray(et["t"].to_numpy().astype(np.int64))
             n_g = int(gid_of_pid.max()) + 1 if len(gid_of_pid) else 1
             gptr = np.searchsorted(et["g"].to_numpy(), np.arange(n_g + 1)).astype(np.int64)
-            ET, seg_et_lo, seg_et_hi = segment_emit_times(ET, gptr, gid_of_pid[seg_pids], ev_t, np.diff(seg_ptr),
-                                                          np.int64(w), self.mode == K.MODE_EMIT)
+            how = EMIT_WITHIN if self.mode == K.MODE_EMIT else EMIT_FROM_FIRST
+            ET, seg_et_lo, seg_et_hi, _ = segment_emit_times(ET, gptr, gid_of_pid[seg_pids], ev_t, np.diff(seg_ptr),
+                                                             np.int64(w), how, np.zeros(n_seg, np.bool_))
             cap = seg_et_hi - seg_et_lo
             if self.mode == K.MODE_EMIT_ALL and list(q.partition_by) != list(q.group_by):
                 check_emit_rows(q, int(cap.sum()), 8 * (3 + len(main) + len(flo) + 2 * len(mm)), n_seg)

@@ -187,10 +187,11 @@ class ScanGroups:
 class EmitPartitions:
     """EMIT CHANGES with ``[id]`` finer than the (absent) GROUP-BY on the linear path, 10^5 events,
     10 vs 10 000 partitions in the same run, uniform and Zipf keys: under ``WITHIN 20`` a partition
-    visits only the emit times within 20 after its events (``kernels/emit.py``); without WITHIN it
-    writes a row only where its totals change, carried forward per group (``MODE_EMIT_CHANGED``).
-    Before 2026-11-26 both visited (and the latter wrote) a row per partition and END time: 10 000
-    partitions took 0.7 s under WITHIN and about 40 GB without it."""
+    visits only the emit times within 20 after its events (``kernels/emit.py``); without WITHIN the
+    first emit time after each of its events, with a row only where its totals change, carried
+    forward per group (``MODE_EMIT_CHANGED``). Before 2026-11-26 both visited (and the latter wrote)
+    a row per partition and END time: 10 000 partitions took 0.7 s under WITHIN and far more memory
+    than the machine has without it."""
 
     QUERIES = {
         "within": "RETURN COUNT(*), SUM(B.x) PATTERN SEQ(A, B) WHERE [id] WITHIN 20 EMIT CHANGES",

@@ -151,7 +151,35 @@ class GretaScalingScan:
         self.run(self.q, self.prepare(self.q, self.events), numeric="float64")
 
 
-class ScanGroups:
+class _Partitions:
+    """10^5 events, 10 vs 10 000 partitions in one run, uniform and Zipf keys: ``QUERIES`` (one per
+    window form) over ``frame`` with ``NUMERIC`` counts; time and peak memory of ``cepvec.run``."""
+
+    QUERIES: dict = {}
+    NUMERIC = "int64"
+    param_names = ["window", "partitions", "keys"]
+    timeout = 300
+
+    @staticmethod
+    def frame(rng, n, ids):
+        raise NotImplementedError
+
+    def setup(self, window, partitions, keys):
+        rng = np.random.default_rng(SEED)
+        n = 100_000
+        ids = rng.integers(0, partitions, n) if keys == "uniform" else (rng.zipf(1.3, n) - 1) % partitions
+        self.events = self.frame(rng, n, ids.astype(np.int64))
+        self.query = cepvec.compile(self.QUERIES[window])
+        cepvec.run(self.query, self.events[:2000], numeric=self.NUMERIC)
+
+    def time_run(self, window, partitions, keys):
+        cepvec.run(self.query, self.events, numeric=self.NUMERIC)
+
+    def peakmem_run(self, window, partitions, keys):
+        cepvec.run(self.query, self.events, numeric=self.NUMERIC)
+
+
+class ScanGroups(_Partitions):
     """The predecessor scan (a `!=` edge predicate) under SLIDE and under EMIT CHANGES with `[id]`
     finer than GROUP-BY, 10^5 events, 10 vs 10 000 partitions: the output rows are the windows (emit
     times) that hold a partition's events, so many small partitions cost about what a few large
@@ -163,28 +191,16 @@ class ScanGroups:
         "slide": "RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x + NEXT(A).x != 3 GROUP-BY id WITHIN 20 SLIDE 10",
         "emit": "RETURN g, COUNT(*) PATTERN A+ WHERE [id] AND A.x + NEXT(A).x != 3 GROUP-BY g WITHIN 20 EMIT CHANGES",
     }
+    NUMERIC = "float64"
     params = [list(QUERIES), [10, 10_000], ["uniform", "zipf"]]
-    param_names = ["window", "partitions", "keys"]
-    timeout = 300
 
-    def setup(self, window, partitions, keys):
-        rng = np.random.default_rng(SEED)
-        n = 100_000
-        ids = rng.integers(0, partitions, n) if keys == "uniform" else (rng.zipf(1.3, n) - 1) % partitions
-        self.events = pl.DataFrame({"type": ["A"] * n, "time": np.cumsum(rng.integers(1, 4, n)),
-                                    "id": ids.astype(np.int64), "g": np.zeros(n, np.int64),
-                                    "x": rng.integers(0, 1000, n).astype(np.float64)})
-        self.query = cepvec.compile(self.QUERIES[window])
-        cepvec.run(self.query, self.events[:2000], numeric="float64")
-
-    def time_run(self, window, partitions, keys):
-        cepvec.run(self.query, self.events, numeric="float64")
-
-    def peakmem_run(self, window, partitions, keys):
-        cepvec.run(self.query, self.events, numeric="float64")
+    @staticmethod
+    def frame(rng, n, ids):
+        return pl.DataFrame({"type": ["A"] * n, "time": np.cumsum(rng.integers(1, 4, n)), "id": ids,
+                             "g": np.zeros(n, np.int64), "x": rng.integers(0, 1000, n).astype(np.float64)})
 
 
-class EmitPartitions:
+class EmitPartitions(_Partitions):
     """EMIT CHANGES with ``[id]`` finer than the (absent) GROUP-BY on the linear path, 10^5 events,
     10 vs 10 000 partitions in the same run, uniform and Zipf keys: under ``WITHIN 20`` a partition
     visits only the emit times within 20 after its events (``kernels/emit.py``); without WITHIN the
@@ -198,20 +214,8 @@ class EmitPartitions:
         "unbounded": "RETURN COUNT(*), SUM(B.x) PATTERN SEQ(A, B) WHERE [id] EMIT CHANGES",
     }
     params = [list(QUERIES), [10, 10_000], ["uniform", "zipf"]]
-    param_names = ["window", "partitions", "keys"]
-    timeout = 300
 
-    def setup(self, window, partitions, keys):
-        rng = np.random.default_rng(SEED)
-        n = 100_000
-        ids = rng.integers(0, partitions, n) if keys == "uniform" else (rng.zipf(1.3, n) - 1) % partitions
-        self.events = pl.DataFrame({"type": rng.choice(["A", "B", "C"], n), "time": np.cumsum(rng.integers(1, 4, n)),
-                                    "id": ids.astype(np.int64), "x": rng.integers(0, 100, n)})
-        self.query = cepvec.compile(self.QUERIES[window])
-        cepvec.run(self.query, self.events[:2000])
-
-    def time_run(self, window, partitions, keys):
-        cepvec.run(self.query, self.events)
-
-    def peakmem_run(self, window, partitions, keys):
-        cepvec.run(self.query, self.events)
+    @staticmethod
+    def frame(rng, n, ids):
+        return pl.DataFrame({"type": rng.choice(["A", "B", "C"], n), "time": np.cumsum(rng.integers(1, 4, n)),
+                             "id": ids, "x": rng.integers(0, 100, n)})

@@ -9,10 +9,15 @@ and maxima land on every position of a match.
 from __future__ import annotations
 
 import datetime as dt
+
+import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cepvec
+from cepvec.runtime import threads
 from cepvec.runtime.order_keys import order_keys, order_values
 from cepvec.registry import engine_support, greta_path, run_engine
 from cepvec.runtime.prepare import prepare
@@ -122,6 +127,43 @@ def test_order_keys_round_trip_and_order():
     k = order_keys(f, "max", cepvec.compile("RETURN COUNT(*) PATTERN A"))
     assert list(k[:-1]) == sorted(k[:-1])
     assert order_values(pl.Series("k", k), "max", pl.Float64).to_list()[1:] == f.to_list()[1:]
+
+
+def _numpy_order_keys(col: pl.Series, kind: str) -> np.ndarray:
+    """The order keys in plain NumPy (the oracle of the kernel): NaN and null 0, else the bits with
+    the sign flipped (floats: negative values bit-inverted), inverted for MIN."""
+    sign = np.uint64(1 << 63)
+    if col.dtype.is_float():
+        x = col.cast(pl.Float64).fill_nan(None)
+        valid = x.is_not_null().to_numpy()
+        bits = x.fill_null(0.0).to_numpy().view(np.uint64)
+        key = np.where(bits >> np.uint64(63), ~bits, bits | sign)
+    else:
+        x = (col.to_physical() if col.dtype.is_temporal() else col).cast(pl.Int64)
+        valid = x.is_not_null().to_numpy()
+        key = x.fill_null(0).to_numpy().view(np.uint64) ^ sign
+    key = ~key if kind == "min" else key
+    return np.where(valid, key, np.uint64(0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64)), max_size=40),
+       st.lists(st.one_of(st.none(), st.integers(-(2 ** 63) + 1, 2 ** 63 - 2)), max_size=40),
+       st.sampled_from(["min", "max"]))
+def test_order_key_kernel_equals_numpy(floats, ints, kind):
+    """The kernel's keys are the NumPy oracle's, for floats (NaN, infinities, signed zeros, null),
+    integers with and without nulls, and dates; on one thread and cut in two halves."""
+    q = cepvec.compile("RETURN COUNT(*) PATTERN A")
+    cols = [pl.Series("x", floats, dtype=pl.Float64), pl.Series("x", floats, dtype=pl.Float64).cast(pl.Float32),
+            pl.Series("x", ints, dtype=pl.Int64), pl.Series("x", [v for v in ints if v is not None], dtype=pl.Int64),
+            pl.Series("x", [None if v is None else v % 100_000 for v in ints], dtype=pl.Int32).cast(pl.Date)]
+    for halves in (False, True):
+        with pytest.MonkeyPatch.context() as mp:
+            if halves:  # two threads cut any column of two rows or more in halves
+                mp.setenv("CEPVEC_NUM_THREADS", "2")
+                mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+            for col in cols:
+                np.testing.assert_array_equal(order_keys(col, kind, q), _numpy_order_keys(col, kind))
 
 
 def test_extreme_int_value_is_an_error_not_a_null():

@@ -11,6 +11,8 @@ import numpy as np
 import polars as pl
 
 from cepvec.errors import CepvecDataError, UnsupportedByEngine
+from cepvec.kernels.order import float_order_keys, int_order_keys
+from cepvec.runtime import threads
 
 ORDER_ONE = np.uint64(np.iinfo(np.uint64).max)  # the multiplicative identity: "every value is allowed"
 _SIGN = np.uint64(1 << 63)
@@ -31,32 +33,38 @@ def check_orderable(q, comp, schema: dict) -> None:
 
 def order_keys(col: pl.Series, kind: str, q) -> np.ndarray:
     """uint64 order keys of ``col`` for a ``min`` / ``max`` component: a bigger key is a
-    better extreme (MIN: smaller value), null and NaN are 0 (no value)."""
+    better extreme (MIN: smaller value), null and NaN are 0 (no value). One kernel pass
+    (:mod:`cepvec.kernels.order`), a long column in two halves on two threads."""
     dt = col.dtype
+    is_min = kind == "min"
+    out = np.empty(len(col), np.uint64)
     if dt.is_float():
-        x = col.cast(pl.Float64).fill_nan(None)
-        valid = x.is_not_null().to_numpy()
-        bits = x.fill_null(0.0).to_numpy().view(np.uint64)
-        key = np.where(bits >> np.uint64(63), ~bits, bits | _SIGN)
-    else:
-        x = col.to_physical() if dt.is_temporal() else col
-        try:
-            x = x.cast(pl.Int64)
-        except pl.exceptions.InvalidOperationError as exc:
-            raise CepvecDataError(
-                f"{kind.upper()}({col.name}): a value does not fit in Int64 ({exc}); use engine='reference'"
-            ) from None
-        valid = x.is_not_null().to_numpy()
-        key = x.fill_null(0).to_numpy().view(np.uint64) ^ _SIGN
-    if kind == "min":
-        key = ~key
-    key = np.where(valid, key, np.uint64(0))
-    if np.any(valid & (key == 0)):
+        x = col.cast(pl.Float64)
+        if x.null_count():
+            x = x.fill_null(float("nan"))
+        bits = np.ascontiguousarray(x.to_numpy()).view(np.uint64)
+        threads.map_threads(lambda r: float_order_keys(bits[r[0]:r[1]], is_min, out[r[0]:r[1]]),
+                            threads.halves(len(col)))
+        return out
+    x = col.to_physical() if dt.is_temporal() else col
+    try:
+        x = x.cast(pl.Int64)
+    except pl.exceptions.InvalidOperationError as exc:
+        raise CepvecDataError(
+            f"{kind.upper()}({col.name}): a value does not fit in Int64 ({exc}); use engine='reference'"
+        ) from None
+    valid = x.is_not_null().to_numpy() if x.null_count() else np.zeros(0, np.bool_)
+    vals = np.ascontiguousarray(x.fill_null(0).to_numpy() if len(valid) else x.to_numpy()).view(np.uint64)
+    bad = threads.map_threads(
+        lambda r: int_order_keys(vals[r[0]:r[1]], valid[r[0]:r[1]] if len(valid) else valid, is_min,
+                                 out[r[0]:r[1]]),
+        threads.halves(len(col)))
+    if sum(bad):
         extreme = "largest" if kind == "min" else "smallest"
         raise CepvecDataError(
             f"{kind.upper()}({col.name}) in query {' '.join(q.text.split())!r}: the {extreme} Int64 value "
             "cannot be told from 'no value' by the Numba engines' order keys; use engine='reference'")
-    return key
+    return out
 
 
 def order_values(keys: pl.Series, kind: str, dtype) -> pl.Series:

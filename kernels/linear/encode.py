@@ -321,6 +321,19 @@ def view_hash(words):
     return np.uint64(m1), np.uint64(m2), np.uint64(64 - bits), tab, cand_lo, cand_hi
 
 
+@jit_inline
+def _view_code(views, i, lo_mask, hi_mask, m1, m2, shift, tab, cand_lo, cand_hi):
+    """Type code of view ``i`` (1 + candidate index; 0: none): see :func:`view_codes`."""
+    lo = views[i, 0]
+    hi = views[i, 1]
+    ln = lo & np.uint64(0xFFFFFFFF)
+    ix = ln if ln < np.uint64(13) else np.uint64(13)
+    lo = lo & lo_mask[ix]
+    hi = hi & hi_mask[ix]
+    c = tab[((lo * m1) ^ (hi * m2)) >> shift]
+    return c * ((cand_lo[c] == lo) & (cand_hi[c] == hi))
+
+
 @jit
 def view_codes(views, m1, m2, shift, tab, cand_lo, cand_hi, codes):
     """Type code of each Arrow string view (1 + candidate index; 0: none) into ``codes``.
@@ -334,14 +347,21 @@ def view_codes(views, m1, m2, shift, tab, cand_lo, cand_hi, codes):
     lo_mask = VIEW_LO_MASK
     hi_mask = VIEW_HI_MASK
     for i in range(codes.shape[0]):
-        lo = views[i, 0]
-        hi = views[i, 1]
-        ln = lo & np.uint64(0xFFFFFFFF)
-        ix = ln if ln < np.uint64(13) else np.uint64(13)
-        lo = lo & lo_mask[ix]
-        hi = hi & hi_mask[ix]
-        c = tab[((lo * m1) ^ (hi * m2)) >> shift]
-        codes[i] = c * ((cand_lo[c] == lo) & (cand_hi[c] == hi))
+        codes[i] = _view_code(views, i, lo_mask, hi_mask, m1, m2, shift, tab, cand_lo, cand_hi)
+
+
+@jit
+def view_codes_count(views, m1, m2, shift, tab, cand_lo, cand_hi, n_parts, cls_prog, pid, codes):
+    """:func:`view_codes` and :func:`count_events` in one pass: the codes into ``codes``, and per
+    partition the events that are kept (``cls_prog[code] >= 0``)."""
+    lo_mask = VIEW_LO_MASK
+    hi_mask = VIEW_HI_MASK
+    count = np.zeros(n_parts, np.int64)
+    for i in range(codes.shape[0]):
+        c = _view_code(views, i, lo_mask, hi_mask, m1, m2, shift, tab, cand_lo, cand_hi)
+        codes[i] = c
+        count[pid[i]] += cls_prog[c] >= 0
+    return count
 
 
 @jit

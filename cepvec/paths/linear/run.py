@@ -346,15 +346,13 @@ class LinearStream(Partitions):
         counts = None
         if n_new:
             views = None if self.mask_exprs else self.type_codes.views(df)
-            if views is not None:  # type codes (beside the partition ids), kept events per partition (threads)
+            if views is not None:  # type codes and kept events per partition in one pass (halves in threads)
                 cls = np.empty(n_new, np.int32)
-                codes = lambda: K.view_codes(views, *self.type_codes.view_hash, cls)  # noqa: E731
-                coding = threads.in_background(codes) if len(halves) > 1 else None
                 pid = self.ids(df)
-                coding.result() if coding is not None else codes()
                 n_parts = max(len(self.keys), 1)
                 cls_prog = self._code_programs()
-                counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
+                counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
+                                                                  n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
                                      halves)
             else:
                 pid = self.ids(df)

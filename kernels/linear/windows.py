@@ -186,7 +186,7 @@ def _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1):
     return f
 
 
-@jit
+@jit_inline
 def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, j0, j1, xrow):
     """WITHIN w over one segment (``n`` events, the event arrays its slices): adds to the
     output totals ``xrow`` the matches ending in it. Returns ``(status, need, time)``."""
@@ -231,7 +231,7 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
     return ST_OK, 0, 0
 
 
-@jit
+@jit_inline
 def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
                out_pid, out_key, out_val, n_out):
     """WITHIN w EMIT CHANGES over one segment (``n`` events; ``emit_times`` its output
@@ -297,7 +297,7 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
     return ST_OK, n_out, 0, 0
 
 
-@jit
+@jit_inline
 def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
                 out_key, out_val, n_out, e0, f_lo, f_hi):
     """WITHIN w SLIDE s over one segment (``n`` events): a result per window

@@ -1,7 +1,8 @@
 """GROUP-BY keys of every dtype: partition ids must not depend on how users spell their keys.
 
 One query per path (A-Seq ``SEQ(A, B, C)`` and the Fenwick trend path), 10^6 events with
-ties, 100 or 10 000 groups, the same groups spelled as
+ties, 100, 10 000 or 500 000 groups (the last: two events per group on average, where the
+cost per partition shows), the same groups spelled as
 
 * ``int``: small int64 ids (0 .. groups - 1), a direct table;
 * ``spread``: int64 ids ``k << 44`` (packed ids; keys differing only in high bits once fell
@@ -51,7 +52,7 @@ def events(n_groups: int, key: str, types: str) -> pl.DataFrame:
 
 
 class KeyDtypes:
-    params = [list(QUERIES), [100, 10_000], ["int", "spread", "float", "string", "categorical"]]
+    params = [list(QUERIES), [100, 10_000, 500_000], ["int", "spread", "float", "string", "categorical"]]
     param_names = ["path", "n_groups", "key"]
     timeout = 600
 

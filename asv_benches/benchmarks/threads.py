@@ -21,6 +21,9 @@ QUERIES = {
     "trend": ("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 400 SLIDE 200",
               1_000_000),
     "scan": ("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x + NEXT(A).x != 3 GROUP-BY id WITHIN 20", 400_000),
+    # MIN / MAX on the linear maps: the order keys of the attribute are prepared per batch
+    "minmax": ("RETURN id, MIN(a.x), MAX(c.x) PATTERN SEQ(A a, B b, C c) WHERE [id] GROUP-BY id WITHIN 100 SLIDE 50",
+               1_000_000),
 }
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -47,7 +50,7 @@ class Threads:
     def setup(self, path, n_groups, data, threads):
         text, n = QUERIES[path]
         self.query = cepvec.compile(text)
-        self.events = events(n, n_groups, data, "ABCD" if path == "aseq" else "A")
+        self.events = events(n, n_groups, data, "ABCD" if path in ("aseq", "minmax") else "A")
         self.old = os.environ.get("CEPVEC_NUM_THREADS")
         os.environ["CEPVEC_NUM_THREADS"] = str(threads)
         cepvec.run(self.query, self.events[:2000])  # compile / load the kernels

@@ -58,6 +58,8 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(ScanRun, "CHUNK", 16)  # many pieces: each scans while the next is encoded
         mp.setattr(TrendStream, "CHUNK", 16)  # SLIDE: each piece runs while the next is encoded
+        for cls in (ScanRun, TrendStream):  # pieces of at least one event per partition seen so far
+            mp.setattr(cls, "EVENTS_PER_PARTITION", 1)
         many = _run(text, engine, df, 4, mp)
     assert one.equals(many)
 

@@ -111,6 +111,11 @@ class TrendStream:
     # of the partitions of each group
     groups_are_partitions = False
     CHUNK = 1 << 18  # events per kernel call in SLIDE mode (bounds the carried arrays)
+    #: SLIDE: a piece holds at least this many events per partition seen so far (a kernel call costs
+    #: about a microsecond per partition it visits: many small groups cut in pieces of ``CHUNK``
+    #: events were visited once per piece), up to ``MAX_CHUNK`` events
+    EVENTS_PER_PARTITION = 16
+    MAX_CHUNK = 1 << 22
     EPOCH_MIN = 512  # SLIDE: fewest new events of a partition between two key-space rebuilds
     MAX_CELLS = 1 << 26  # tree cells (keys x open windows x row width) one kernel call may allocate
 
@@ -245,7 +250,8 @@ class TrendStream:
 
         SLIDE: a large batch is cut into pieces; while one piece runs in the background
         (``threads.in_background``), the next is encoded. A piece's length depends on the carry
-        left by the piece before the one running (known, so the cuts do not depend on timing).
+        left by the piece before the one running and on the partitions seen so far (both known
+        on this thread, so the cuts do not depend on timing).
         """
         n = len(df)
         if self.mode != K.MODE_SLIDE or n <= self.CHUNK:
@@ -256,7 +262,8 @@ class TrendStream:
         pending, carry_len, a = None, self._carry_len(), 0
         try:
             while a < n:
-                b = min(n, a + max(self.CHUNK, 2 * carry_len))
+                per_part = min(self.EVENTS_PER_PARTITION * len(self.parts), self.MAX_CHUNK)
+                b = min(n, a + max(self.CHUNK, 2 * carry_len, per_part))
                 cut = self._cut(df[a:b], times[a:b])
                 a = b
                 if cut is None:

@@ -148,6 +148,10 @@ class TrendStream:
         self.state = {"pid": np.zeros(0, np.int64), "tr": np.zeros(0, np.int64), "key": np.zeros(0, np.int64),
                       "vi": np.zeros((0, nri), self.dtype), "vf": np.zeros((0, nrf), np.float64)}
         self.held: pl.DataFrame | None = None
+        # one batch behind: the last batch pushed waits for the next one or for finish, which runs it
+        # whole (nothing held back: a held-back last time stamp made finish reload every carried state
+        # row, a tenth of a one-batch run without a window)
+        self.pending: tuple[pl.DataFrame, np.ndarray] | None = None
         self.outputs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.last_time: int | None = None
         self.finished = False
@@ -240,13 +244,32 @@ class TrendStream:
             extra = copy_rows(self.held, src, dst)
             if len(extra):
                 self.held = pl.concat([self.held, extra], how="vertical_relaxed").sort("__t", maintain_order=True)
+        if self.pending is not None and len(self.pending[0]):  # the batch not run yet
+            f = self.pending[0].with_columns(pl.Series("__t", np.asarray(self.pending[1], np.int64)))
+            extra = copy_rows(f, src, dst)
+            if len(extra):
+                f = pl.concat([f, extra], how="vertical_relaxed").sort("__t", maintain_order=True)
+                self.pending = (f.drop("__t"), f["__t"].to_numpy())
 
     # -------------------------------------------------------------- streaming
     def _carry_len(self) -> int:
         return len(self.carry["t"]) if self.carry is not None else 0
 
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
-        """Consume the next time-ordered batch (``times`` in the time unit).
+        """Consume the next time-ordered batch (``times`` in the time unit): run the batch before it
+        (one batch behind, see ``pending``)."""
+        if len(df) and self.last_time is not None and times[0] < self.last_time:
+            raise CepvecDataError(
+                f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
+                "batches must arrive in time order")
+        if len(df):
+            self.last_time = int(times[-1])
+        prev, self.pending = self.pending, (df, times)
+        if prev is not None:
+            self._push(*prev)
+
+    def _push(self, df: pl.DataFrame, times: np.ndarray, final: bool = False) -> None:
+        """Run a batch (``final``: the last one, nothing held back).
 
         SLIDE: a large batch is cut into pieces; while one piece runs in the background
         (``threads.in_background``), the next is encoded. A piece's length depends on the carry
@@ -255,7 +278,7 @@ class TrendStream:
         """
         n = len(df)
         if self.mode != K.MODE_SLIDE or n <= self.CHUNK:
-            cut = self._cut(df, times)
+            cut = self._cut(df, times, final)
             if cut is not None:
                 self._process(*cut)
             return
@@ -264,7 +287,7 @@ class TrendStream:
             while a < n:
                 per_part = min(self.EVENTS_PER_PARTITION * len(self.parts), self.MAX_CHUNK)
                 b = min(n, a + max(self.CHUNK, 2 * carry_len, per_part))
-                cut = self._cut(df[a:b], times[a:b])
+                cut = self._cut(df[a:b], times[a:b], final and b == n)
                 a = b
                 if cut is None:
                     continue
@@ -283,13 +306,10 @@ class TrendStream:
             if pending is not None:
                 pending.result()
 
-    def _cut(self, df: pl.DataFrame, times: np.ndarray) -> tuple[pl.DataFrame, int] | None:
+    def _cut(self, df: pl.DataFrame, times: np.ndarray, final: bool = False) -> tuple[pl.DataFrame, int] | None:
         """The rows of ``df`` (after the rows held back before it) to process now and their bound:
-        the rows of the last time stamp are held back (the next batch may continue it)."""
-        if len(df) and self.last_time is not None and times[0] < self.last_time:
-            raise CepvecDataError(
-                f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
-                "batches must arrive in time order")
+        the rows of the last time stamp are held back (the next batch may continue it), unless
+        ``final``."""
         df = df.with_columns(pl.Series("__t", np.asarray(times, np.int64)))
         if self.held is not None:
             df = pl.concat([self.held, df], how="vertical_relaxed", rechunk=False)
@@ -298,15 +318,19 @@ class TrendStream:
             return None
         tv = df["__t"].to_numpy()
         tmax = int(tv[-1])
+        if final:
+            return df, tmax
         cut = int(np.searchsorted(tv, tmax, side="left"))
         self.held = df[cut:]
-        self.last_time = tmax
         return df[:cut], tmax
 
     def finish(self) -> None:
         if self.finished:
             return
         self.finished = True
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            self._push(*pending, final=True)
         held, self.held = self.held, None
         self._process(held, _BIG)
         if self.mode == K.MODE_NONE:

@@ -345,3 +345,25 @@ def test_unbounded_emit_changes_a_change_after_the_last_emit_time_of_a_batch(cut
     want = _rows(cepvec.run(q, df, engine="reference"))
     assert [r["COUNT(*)"] for r in want] == [1, 1]
     assert rows_differ(_rows(run_engine(q, prepare(q, df), "aseq", batches=cuts)), want) is None
+
+
+@pytest.mark.parametrize("path,text", [
+    ("linear", "RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 10"),
+    ("trend", "RETURN COUNT(*) PATTERN A+ WHERE A.x < NEXT(A).x WITHIN 10 SLIDE 5"),
+    ("scan", "RETURN COUNT(*) PATTERN A+ WHERE A.x + NEXT(A).x != 3 WITHIN 10"),
+])
+def test_a_batch_before_the_previous_one_is_an_error(path, text):
+    """Every path's run refuses a batch that starts before the previous one ended (and takes an empty
+    batch, or one that starts at the previous end, in between)."""
+    from cepvec.registry import NUMBA_PATHS
+
+    q = cepvec.compile(text)
+    df = pl.DataFrame({"type": ["A", "B", "A", "B"], "time": [1, 2, 3, 4], "x": [1.0, 5.0, 2.0, 7.0]})
+    prep = prepare(q, df)
+    run = next(p for p in NUMBA_PATHS if p.name == path).open(q, prep.df.schema, w=prep.w, s=prep.s)
+    times = prep.times.to_numpy()
+    run.push(prep.df[1:3], times[1:3])
+    run.push(prep.df[:0], times[:0])
+    run.push(prep.df[2:3], times[2:3])  # starts at the previous end: a tie, accepted
+    with pytest.raises(cepvec.CepvecDataError, match="before the previous batch ended"):
+        run.push(prep.df[:1], times[:1])

@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
-from cepvec.errors import UnsupportedByEngine
+from cepvec.errors import CepvecDataError, UnsupportedByEngine
 from cepvec.plan.ir import Query
 from cepvec.runtime.prepare import Prepared
 
@@ -66,6 +66,18 @@ def refusal(check, *args) -> str | None:
     except UnsupportedByEngine as exc:
         return str(exc)
     return None
+
+
+def batch_end(times: np.ndarray, last_time: int | None) -> int | None:
+    """The last time stamp of a batch that follows one ending at ``last_time`` (``last_time`` for an
+    empty batch); a batch that starts before it is a :class:`CepvecDataError`."""
+    if not len(times):
+        return last_time
+    if last_time is not None and times[0] < last_time:
+        raise CepvecDataError(
+            f"batch starts at time {times[0]}, before the previous batch ended ({last_time}); "
+            "batches must arrive in time order")
+    return int(times[-1])
 
 
 def feed(run: Run, prep: Prepared, batches: list[int] | None = None) -> pl.DataFrame:

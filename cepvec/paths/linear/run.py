@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from cepvec.errors import CepvecDataError
+from cepvec.paths.base import batch_end
 from cepvec.kernels.emit import NEXT as EMIT_NEXT, WITHIN as EMIT_WITHIN, segment_emit_times
 from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
@@ -253,12 +253,7 @@ class LinearStream(Partitions):
         see each other).
         """
         times = np.asarray(times, dtype=np.int64)
-        if len(df) and self.last_time is not None and times[0] < self.last_time:
-            raise CepvecDataError(
-                f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
-                "batches must arrive in time order")
-        if len(df):
-            self.last_time = int(times[-1])
+        self.last_time = batch_end(times, self.last_time)
         if not final and not len(df):
             return
         t_next = int(times[0]) if len(df) else None

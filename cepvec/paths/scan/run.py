@@ -31,7 +31,7 @@ from cepvec.kernels.emit import FROM_FIRST as EMIT_FROM_FIRST, WITHIN as EMIT_WI
 from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
-from cepvec.paths.base import feed
+from cepvec.paths.base import batch_end, feed
 from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error, select_weights, sums_overflow
 from cepvec.kernels.trend import float_order_key, partition_order
 from cepvec.paths.scan.plan import Programs, ScanPlan, build
@@ -164,11 +164,7 @@ class ScanRun:
         """
         if not len(df):
             return
-        if self.last_time is not None and times[0] < self.last_time:
-            raise CepvecDataError(
-                f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
-                "batches must arrive in time order")
-        self.last_time = int(times[-1])
+        self.last_time = batch_end(times, self.last_time)
         df = df.with_columns(pl.Series("__t", np.asarray(times, np.int64)))
         if not self.incremental:
             self.frames.append(df)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from cepvec.errors import CepvecDataError, CepvecPlanError, UnsupportedByEngine
+from cepvec.errors import CepvecPlanError, UnsupportedByEngine
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import trend as K
-from cepvec.paths.base import feed
+from cepvec.paths.base import batch_end, feed
 from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
 from cepvec.paths.trend.plan import TrendPlan, build
 from cepvec.runtime import threads
@@ -258,12 +258,7 @@ class TrendStream:
     def push(self, df: pl.DataFrame, times: np.ndarray) -> None:
         """Consume the next time-ordered batch (``times`` in the time unit): run the batch before it
         (one batch behind, see ``pending``)."""
-        if len(df) and self.last_time is not None and times[0] < self.last_time:
-            raise CepvecDataError(
-                f"batch starts at time {times[0]}, before the previous batch ended ({self.last_time}); "
-                "batches must arrive in time order")
-        if len(df):
-            self.last_time = int(times[-1])
+        self.last_time = batch_end(times, self.last_time)
         prev, self.pending = self.pending, (df, times)
         if prev is not None:
             self._push(*prev)

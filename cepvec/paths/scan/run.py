@@ -172,8 +172,13 @@ class ScanRun:
         # one encoding of the batch (Polars spreads it over its threads; the partition ids of a long
         # column are taken in two threads), then pieces scan in the pool while this thread hands them on
         part = self._encode(df)
-        for c, d in self._pieces(len(part)):
-            self._push_piece(part[c:d])
+        # every piece's frame is cut before any is handed on: once pieces scan, their preparation in
+        # the pool holds the GIL often, and this thread's cutting between hand-offs kept a pool
+        # thread idle for milliseconds
+        jobs = [self._push_piece(part[c:d]) for c, d in self._pieces(len(part))]
+        for job in jobs:
+            if job is not None:
+                self._submit(*job)
 
     def _pieces(self, n: int) -> list[tuple[int, int]]:
         """Row ranges of a batch of ``n`` events: about ``CHUNK`` events, or ``EVENTS_PER_PARTITION``
@@ -196,17 +201,17 @@ class ScanRun:
         keys = df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df
         return df.with_columns(pl.Series("__pid", self.parts.ids(keys), dtype=pl.Int64))
 
-    def _push_piece(self, df: pl.DataFrame) -> None:
+    def _push_piece(self, df: pl.DataFrame) -> tuple | None:
+        """The scan of the next piece (:meth:`_frame`), its last time stamp held back."""
         if not len(df):
-            return
+            return None
         if self.held is not None:
             df = pl.concat([self.held, df], how="vertical_relaxed", rechunk=False)
         # equal time stamps may continue in the next batch: hold the last one back
         tv = df["__t"].to_numpy()
         cut = int(np.searchsorted(tv, tv[-1], side="left"))
         self.held = df[cut:]
-        if cut:
-            self._scan(df[:cut], int(tv[-1]))
+        return self._frame(df[:cut], int(tv[-1])) if cut else None
 
     def _events(self, df: pl.DataFrame) -> pl.DataFrame:
         """The events of ``df`` that can bind a position, with their position bits ``__bind``, the
@@ -227,7 +232,14 @@ class ScanRun:
                 .collect())
 
     def _scan(self, new: pl.DataFrame | None, bound: int) -> None:
-        """Scan the carried events and ``new`` (all before ``bound``); emit what became final.
+        """Scan the carried events and ``new`` (all before ``bound``); emit what became final."""
+        job = self._frame(new, bound)
+        if job is not None:
+            self._submit(*job)
+
+    def _frame(self, new: pl.DataFrame | None, bound: int) -> tuple | None:
+        """The events to scan for the results final at ``bound`` (``(frame, done, bound)``, None when
+        there are none), and the carry of the next call.
 
         Final, and not emitted before, are: WITHIN, the matches whose first event ``τ`` has
         ``done < τ + w <= bound`` (the end negation reads up to ``τ + w``); SLIDE, the windows with
@@ -237,20 +249,23 @@ class ScanRun:
         """
         parts = [f for f in (*self.frames, new) if f is not None and len(f)]
         df = pl.concat(parts, how="vertical_relaxed", rechunk=False) if parts else None
-        if df is not None and len(df):
-            self._wait(self.PIPELINE * threads.n_threads())
-            if bound < _POS and threads.n_threads() > 1 and len(df) >= threads.MIN_EVENTS_PER_THREAD // 4:
-                # a piece is prepared and scanned on its own, the pieces side by side in the pool
-                # (up to PIPELINE per thread queued; cells collected in order) while this thread encodes the next
-                self.pending.append(threads.in_pool(self._piece_cells, df, self.done, bound))
-            else:
-                self._wait()
-                self._add(self._piece_cells(df, self.done, bound))
-            if bound < _POS:
-                # rows are in time order: the carry is a suffix
-                df = df[int(np.searchsorted(df["__t"].to_numpy(), bound - 2 * self.w, side="right")):]
-            self.frames = [df]
-        self.done = bound
+        done, self.done = self.done, bound
+        if df is None or not len(df):
+            return None
+        # rows are in time order: the carry is a suffix
+        lo = int(np.searchsorted(df["__t"].to_numpy(), bound - 2 * self.w, side="right")) if bound < _POS else 0
+        self.frames = [df[lo:]]
+        return df, done, bound
+
+    def _submit(self, df: pl.DataFrame, done: int, bound: int) -> None:
+        """Scan ``df`` for the results final in ``(done, bound]``: in the pool when there are threads
+        (up to PIPELINE pieces per thread queued; cells collected in order), else here."""
+        self._wait(self.PIPELINE * threads.n_threads())
+        if bound < _POS and threads.n_threads() > 1 and len(df) >= threads.MIN_EVENTS_PER_THREAD // 4:
+            self.pending.append(threads.in_pool(self._piece_cells, df, done, bound))
+        else:
+            self._wait()
+            self._add(self._piece_cells(df, done, bound))
 
     def _piece_cells(self, df: pl.DataFrame, done: int, bound: int) -> pl.DataFrame | None:
         job = self._kernel_job(df, done, bound)

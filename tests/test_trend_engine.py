@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 
 import polars as pl
 import pyarrow as pa
@@ -84,9 +86,18 @@ def tiny_epochs(monkeypatch):
     monkeypatch.setattr(TrendStream, "EPOCH_MIN", 1)
 
 
+@pytest.fixture(params=["search", "merge"])
+def placement(request, monkeypatch):
+    """How the kernel places an event's threshold among the keys: a binary search (small key
+    spaces) or the sorted thresholds merged with the keys (large ones; forced here on tiny ones)."""
+    if request.param == "merge":
+        monkeypatch.setattr(TrendStream, "SEARCH_KEYS", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"{p} WHERE {e}" for p, e, _ in SHAPES])
-def test_exhaustive_tiny_streams(shape, window):
+def test_exhaustive_tiny_streams(shape, window, placement):
     pattern, edge, v = shape
     text = (f"RETURN sid, COUNT(*), COUNT({v}), SUM({v}.x), AVG({v}.x) PATTERN {pattern} "
             f"WHERE [sid] AND {edge} GROUP-BY sid {window}")
@@ -103,7 +114,7 @@ def test_exhaustive_tiny_streams(shape, window):
 
 @pytest.mark.parametrize("window", ["", "WITHIN 2 SLIDE 1", "WITHIN 3 SLIDE 2"])
 @pytest.mark.parametrize("shape", SHAPES[:4] + SHAPES[7:8], ids=lambda s: s[0] if isinstance(s, tuple) else s)
-def test_exhaustive_tiny_streams_smallest_epochs(shape, window, tiny_epochs):
+def test_exhaustive_tiny_streams_smallest_epochs(shape, window, tiny_epochs, placement):
     pattern, edge, v = shape
     text = f"RETURN sid, COUNT(*), SUM({v}.x) PATTERN {pattern} WHERE [sid] AND {edge} GROUP-BY sid {window}"
     q = cepvec.compile(text)
@@ -163,10 +174,22 @@ def trend_queries(draw):
     return f"{text} {window}".strip()
 
 
+@contextlib.contextmanager
+def search_keys(n: int):
+    """Run the trend kernel with ``TrendStream.SEARCH_KEYS = n`` (0: thresholds always merged)."""
+    old = TrendStream.SEARCH_KEYS
+    TrendStream.SEARCH_KEYS = n
+    try:
+        yield
+    finally:
+        TrendStream.SEARCH_KEYS = old
+
+
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trend_queries(), streams(max_events=9, max_time=5, types="ABC"), st.lists(st.integers(0, 9), max_size=4),
        st.sampled_from(["int64", "float64"]))
 def test_trend_path_agrees_with_reference(text, df, cuts, numeric):
+    """The cut run places thresholds by merging them with the keys, the whole one by binary search."""
     q = cepvec.compile(text)  # (a.x = b.x over a whole SEQ becomes an equivalence: linear path)
     assert engine_support(q, "greta") is None, (text, engine_support(q, "greta"))
     want = _rows(cepvec.run(q, df, engine="reference", numeric=numeric))
@@ -174,7 +197,8 @@ def test_trend_path_agrees_with_reference(text, df, cuts, numeric):
     assert rows_differ(got, want) is None, f"{text}\n{df}\n{rows_differ(got, want)}"
     if not greta_path(q) == "trend":
         return
-    got_cut = _rows(run_cut(q, df, cuts, numeric=numeric))
+    with search_keys(0):
+        got_cut = _rows(run_cut(q, df, cuts, numeric=numeric))
     assert rows_differ(got_cut, want) is None, f"cut at {sorted(set(cuts))}: {text}\n{df}\n{rows_differ(got_cut, want)}"
 
 
@@ -191,7 +215,8 @@ def test_batch_split_invariance(text, data):
          for k in range(n // 8)])
     whole = _rows(run_trend(q, prepare(q, df)))
     cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=6), label="cuts")
-    assert rows_differ(_rows(run_cut(q, df, cuts)), whole) is None, (text, cuts)
+    with search_keys(data.draw(st.sampled_from([0, TrendStream.SEARCH_KEYS]), label="search_keys")):
+        assert rows_differ(_rows(run_cut(q, df, cuts)), whole) is None, (text, cuts)
 
 
 def test_arrow_kernel_uses_trend_path():
@@ -396,20 +421,24 @@ _I64 = st.integers(-(2**63), 2**63 - 1)
     st.builds(lambda n, x: list(range(n)) + [x], st.integers(0, 300), _I64),
     st.builds(lambda n, x: list(range(n, 0, -1)) + [x], st.integers(0, 300), _I64),
 ), st.integers(0, 5))
-def test_sort_keys_sorts_every_order(values, pad):
+def test_sort_keys_sorts_every_order_and_carries_the_payload(values, pad):
     import numpy as np
 
     from cepvec.kernels.trend import sort_keys
 
     a = np.array([7] * pad + values + [5] * pad, np.int64)
-    tmp = np.zeros(len(a), np.int64)
-    sort_keys(a, pad, pad + len(values), tmp)
-    assert a[pad:pad + len(values)].tolist() == sorted(values)
+    v = np.arange(len(a), dtype=np.int64)  # the payload: each key's position before the sort
+    sort_keys(a, v, pad, pad + len(values), np.zeros(len(a), np.int64), np.zeros(len(a), np.int64))
+    expected = sorted(range(len(values)), key=lambda i: values[i])  # stable
+    assert a[pad:pad + len(values)].tolist() == [values[i] for i in expected]
+    assert v[pad:pad + len(values)].tolist() == [pad + i for i in expected]
     assert a[:pad].tolist() == [7] * pad and a[pad + len(values):].tolist() == [5] * pad
+    assert v[:pad].tolist() == list(range(pad)) and v[pad + len(values):].tolist() == list(
+        range(pad + len(values), len(a)))
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "random"])
-def test_many_distinct_float_keys_agree_across_cuts(order):
+def test_many_distinct_float_keys_agree_across_cuts(order, placement):
     """Thousands of distinct float keys carried across batches (the sorted carried key space plus new
     keys is the input that made the old quicksort quadratic), checked against a direct pair count."""
     import numpy as np

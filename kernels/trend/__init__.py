@@ -60,7 +60,7 @@ Modules, by role:
 * ``constants.py``: window modes (``MODE_*``), structure kinds (``K_*``), error codes
   (``ERR_*``) and the int64 bounds;
 * ``arith.py``: checked int64 addition and multiplication;
-* ``keys.py``: key spaces (:func:`sort_keys`, ``_lower``), :func:`float_order_key`,
+* ``keys.py``: key spaces (:func:`sort_keys`, with a payload; ``_lower``), :func:`float_order_key`,
   :func:`partition_order`;
 * ``epoch.py``: :func:`_epoch`, the per-event loop;
 * ``run.py``: :func:`run_segments` (the entry point) and the growth helpers.
@@ -71,6 +71,6 @@ This package re-exports the public names of the former single module ``trend.py`
 
 from __future__ import annotations
 
-from .constants import ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_NONE, MODE_SLIDE
+from .constants import END, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_NONE, MODE_SLIDE
 from .keys import float_order_key, partition_order, sort_keys
 from .run import run_segments

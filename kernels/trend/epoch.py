@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from .._jit import jit
 from .arith import _sadd, _smul
-from .constants import _I64_MAX, _I64_MIN, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_SLIDE
+from .constants import _I64_MAX, _I64_MIN, K_EQ, K_SUM, MODE_SLIDE
 
 
 # One long function on purpose: inside a kernel this large, a call with array arguments per event
 # costs atomic reference counting (see the package docstring, ``__init__.py``).
 @jit
 def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
-           ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_key, ev_kok, ev_thr, ev_tok,
+           ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_kok, ev_tok,
            occ_start, occ_end, in_ptr, in_tr, out_ptr, out_tr,
            tr_kind, tr_reset, start_reset, end_reset, comp_i, comp_f,
-           KS, ks_off, ks_m, nd_base, RG, NRG, NKM, TI, TF, RSI, RSF, FINI, FINF, NOST,
+           INS, QRY, ks_m, nd_base, RG, NRG, NKM, TI, TF, RSI, RSF, FINI, FINF, NOST,
            tmpI, tmpF, pair_e, pair_o, out_pid, out_key, out_vi, out_vf, n_out):
     """Process the events ``[ep_lo, ep_hi)`` of one partition, one time stamp (group) at a time.
 
@@ -154,30 +154,11 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                         continue
                     if not ev_tok[ee, tr]:
                         continue
-                    m = ks_m[tr]
-                    if m == 0:
+                    if ks_m[tr] == 0:
                         continue
-                    ka = ks_off[tr]
                     base = nd_base[tr]
                     rgt = RG[tr]
-                    thr = ev_thr[ee, tr]
-                    # position of thr among the keys: first >= thr, or first > thr for <= and >
-                    upper = kind == K_LE or kind == K_GT
-                    blo = ka
-                    bhi = ka + m
-                    while blo < bhi:
-                        mid = (blo + bhi) >> 1
-                        if KS[mid] < thr or (upper and KS[mid] == thr):
-                            blo = mid + 1
-                        else:
-                            bhi = mid
-                    p = blo - ka
-                    if kind == K_EQ:
-                        i = p + 1 if (p < m and KS[ka + p] == thr) else 0
-                    elif kind == K_LT or kind == K_LE:
-                        i = p
-                    else:
-                        i = m - p
+                    i = QRY[(ee - ep_lo) * NT + tr]  # the threshold's index (run_segments)
                     while i > 0:  # Fenwick prefix sum over indices 1..i
                         nd = base + i
                         if tags:
@@ -327,20 +308,9 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                 if not ev_kok[ee, tr]:
                     continue
                 m = ks_m[tr]
-                ka = ks_off[tr]
                 base = nd_base[tr]
                 rgt = RG[tr]
-                key = ev_key[ee, tr]
-                blo = ka
-                bhi = ka + m
-                while blo < bhi:
-                    mid = (blo + bhi) >> 1
-                    if KS[mid] < key:
-                        blo = mid + 1
-                    else:
-                        bhi = mid
-                rank = blo - ka
-                i = m - rank if (kind == K_GT or kind == K_GE) else rank + 1
+                i = INS[(ee - ep_lo) * NT + tr]  # the key's index (run_segments)
                 while i <= m:  # Fenwick update of indices i, i + lowbit(i), ...
                     nd = base + i
                     if not tags:

@@ -22,9 +22,30 @@ def _lower(ks, lo, hi, x):
     return lo
 
 
+#: Below this many keys :func:`sort_keys` is an insertion sort; callers in loops over many small
+#: segments call :func:`small_sort` themselves (inlined: a call with six arrays costs more than it).
+SMALL_SORT = 64
+
+
+@jit_inline
+def small_sort(a, v, lo, hi):
+    """Insertion sort of ``a[lo:hi]``, carrying ``v`` along (stable)."""
+    for i in range(lo + 1, hi):
+        x = a[i]
+        y = v[i]
+        j = i - 1
+        while j >= lo and a[j] > x:
+            a[j + 1] = a[j]
+            v[j + 1] = v[j]
+            j -= 1
+        a[j + 1] = x
+        v[j + 1] = y
+
+
 @jit
-def sort_keys(a, lo, hi, tmp):
-    """Sort ``a[lo:hi]`` (int64) in place in O(n) whatever the order of the input.
+def sort_keys(a, v, lo, hi, ta, tv):
+    """Sort ``a[lo:hi]`` (int64) in place in O(n) whatever the order of the input, carrying
+    ``v[lo:hi]`` along (stable: equal keys keep their order).
 
     Numba's ``ndarray.sort`` is a quicksort that goes quadratic on common inputs
     (ascending keys with a smaller one appended: 10^6 keys took 64 s), and the
@@ -32,17 +53,11 @@ def sort_keys(a, lo, hi, tmp):
     batch of rising prices is sorted already. This is an LSD radix sort over the
     order-preserving unsigned image of the keys, 8 bits a pass, skipping the
     passes in which every key has the same digit; insertion sort below 64 keys.
-    ``tmp`` holds at least ``hi - lo`` values.
+    ``ta`` and ``tv`` hold at least ``hi - lo`` values each.
     """
     n = hi - lo
-    if n < 64:
-        for i in range(lo + 1, hi):
-            x = a[i]
-            j = i - 1
-            while j >= lo and a[j] > x:
-                a[j + 1] = a[j]
-                j -= 1
-            a[j + 1] = x
+    if n < SMALL_SORT:
+        small_sort(a, v, lo, hi)
         return
     sign = np.uint64(1) << np.uint64(63)
     cnt = np.zeros(256, np.int64)
@@ -56,7 +71,7 @@ def sort_keys(a, lo, hi, tmp):
                 cnt[((np.uint64(a[lo + i]) ^ sign) >> sh) & np.uint64(255)] += 1
         else:
             for i in range(n):
-                cnt[((np.uint64(tmp[i]) ^ sign) >> sh) & np.uint64(255)] += 1
+                cnt[((np.uint64(ta[i]) ^ sign) >> sh) & np.uint64(255)] += 1
         trivial = False
         for d in range(256):
             if cnt[d] == n:
@@ -74,18 +89,21 @@ def sort_keys(a, lo, hi, tmp):
             for i in range(n):
                 x = a[lo + i]
                 d = ((np.uint64(x) ^ sign) >> sh) & np.uint64(255)
-                tmp[cnt[d]] = x
+                ta[cnt[d]] = x
+                tv[cnt[d]] = v[lo + i]
                 cnt[d] += 1
         else:
             for i in range(n):
-                x = tmp[i]
+                x = ta[i]
                 d = ((np.uint64(x) ^ sign) >> sh) & np.uint64(255)
                 a[lo + cnt[d]] = x
+                v[lo + cnt[d]] = tv[i]
                 cnt[d] += 1
         src_is_a = not src_is_a
     if not src_is_a:
         for i in range(n):
-            a[lo + i] = tmp[i]
+            a[lo + i] = ta[i]
+            v[lo + i] = tv[i]
 
 
 @jit

@@ -32,7 +32,7 @@ from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask, to_polars
 from cepvec.runtime.type_codes import type_in
 
-_BIG = np.iinfo(np.int64).max // 4
+_BIG = K.END  # the bound of the last call
 _EVENT_KEYS = ("t", "bind", "neg", "wi", "wf", "key", "kok", "thr", "tok", "pid")
 
 
@@ -117,6 +117,9 @@ class TrendStream:
     EVENTS_PER_PARTITION = 16
     MAX_CHUNK = 1 << 22
     EPOCH_MIN = 512  # SLIDE: fewest new events of a partition between two key-space rebuilds
+    #: key spaces of at most this many keys place an event's threshold by a binary search (the keys
+    #: stay in the L1 cache); larger ones sort the thresholds and merge (kernels/trend/run.py)
+    SEARCH_KEYS = 4096
     MAX_CELLS = 1 << 26  # tree cells (keys x open windows x row width) one kernel call may allocate
 
     def __init__(self, plan: TrendPlan, schema: dict, *, int_state: bool, w: int | None, s: int | None):
@@ -274,8 +277,8 @@ class TrendStream:
         n = len(df)
         if self.mode != K.MODE_SLIDE or n <= self.CHUNK:
             cut = self._cut(df, times, final)
-            if cut is not None:
-                self._process(*cut)
+            if cut is not None:  # (MODE_NONE: the last call keeps no state rows per key)
+                self._process(cut[0], _BIG if final and self.mode == K.MODE_NONE else cut[1])
             return
         pending, carry_len, a = None, self._carry_len(), 0
         try:
@@ -390,7 +393,7 @@ class TrendStream:
                 A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["out_ptr"], A["out_tr"],
                 A["tr_src"], A["tr_kind"], A["tr_reset"], A["start_reset"], A["end_reset"], self.comp_i,
                 self.comp_f, cs_ptr[a:b + 1], cs["tr"], cs["key"], cs["vi"], cs["vf"], np.int64(self.EPOCH_MIN),
-                np.int64(self.MAX_CELLS), err)
+                np.int64(self.SEARCH_KEYS), np.int64(self.MAX_CELLS), err)
             return res, err
 
         ranges = split_ranges(np.diff(seg_ptr))

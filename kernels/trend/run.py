@@ -152,13 +152,18 @@ def run_segments(mode, w, s, W, check, limit,
     ks_off = np.zeros(NT + 1, np.int64)
     ks_m = np.zeros(NT, np.int64)
     nd_base = np.zeros(NT + 1, np.int64)
-    KS = np.empty(64, np.int64)
-    KV = np.empty(64, np.int64)  # the event (offset in the epoch) of each key, -1: a carried key
-    KT = np.empty(64, np.int64)  # scratch of sort_keys
-    KVT = np.empty(64, np.int64)
+    # key spaces (every keyed transition's keys, then one epoch's thresholds) and their events (offset
+    # in the epoch; -1: a carried key), sized once for the largest segment (not rebound in the loop)
+    kmax = 1
+    for sg in range(seg_ptr.shape[0] - 1):
+        kmax = max(kmax, (NT + 1) * (seg_ptr[sg + 1] - seg_ptr[sg]) + cs_ptr[sg + 1] - cs_ptr[sg])
+    KS = np.empty(kmax, np.int64)
+    KV = np.empty(kmax, np.int64)
+    KT = np.empty(kmax, np.int64)  # scratch of sort_keys
+    KVT = np.empty(kmax, np.int64)
     # per (event of the epoch, transition): the Fenwick index an insertion starts at, and a query
-    INS = np.empty(64, np.int64)
-    QRY = np.empty(64, np.int64)
+    INS = np.empty(kmax, np.int64)
+    QRY = np.empty(kmax, np.int64)
     tgt = np.zeros(NT, np.int64)  # occurrence bits of the target of each transition
     for o in range(n_occ):
         for ii in range(in_ptr[o], in_ptr[o + 1]):
@@ -204,9 +209,6 @@ def run_segments(mode, w, s, W, check, limit,
             # ---- key spaces: sorted distinct keys of the source events of every keyed transition,
             # with each event's insertion and query index (no search per event in the epoch loop)
             ne = ep_hi - ep_lo
-            if INS.shape[0] < ne * NT:
-                INS = np.empty(2 * ne * NT, np.int64)
-                QRY = np.empty(2 * ne * NT, np.int64)
             total = 0
             for tr in range(NT):
                 ks_off[tr] = total
@@ -219,11 +221,6 @@ def run_segments(mode, w, s, W, check, limit,
                         if cs_tr[c] == tr:
                             total += 1
             ks_off[NT] = total
-            if KS.shape[0] < total + ne:  # (the thresholds are sorted in the ``ne`` slots after the keys)
-                KS = np.empty(2 * (total + ne), np.int64)
-                KV = np.empty(2 * (total + ne), np.int64)
-                KT = np.empty(2 * (total + ne), np.int64)
-                KVT = np.empty(2 * (total + ne), np.int64)
             nodes = 0
             for tr in range(NT):
                 nd_base[tr] = nodes
@@ -278,7 +275,7 @@ def run_segments(mode, w, s, W, check, limit,
                             continue
                         thr = ev_thr[e, tr]
                         if src and thr == ev_key[e, tr]:
-                            QRY[x] = _query_index(kind, r + 1 if upper else r, m, KS, a, thr)
+                            p = r + 1 if upper else r
                         elif m <= search_keys:
                             blo = a
                             bhi = a + m
@@ -288,16 +285,15 @@ def run_segments(mode, w, s, W, check, limit,
                                     blo = mid + 1
                                 else:
                                     bhi = mid
-                            QRY[x] = _query_index(kind, blo - a, m, KS, a, thr)
+                            p = blo - a
                         else:
                             KS[nt_] = thr
                             KV[nt_] = e - ep_lo
                             nt_ += 1
+                            continue
+                        QRY[x] = _query_index(kind, p, m, KS, a, thr)
                     if nt_ > t0:
-                        if nt_ - t0 < SMALL_SORT:
-                            small_sort(KS, KV, t0, nt_)
-                        else:
-                            sort_keys(KS, KV, t0, nt_, KT, KVT)
+                        sort_keys(KS, KV, t0, nt_, KT, KVT)
                         p = 0
                         for j in range(t0, nt_):
                             thr = KS[j]

@@ -20,7 +20,9 @@ and a match total is the sum over END events. Each transition keeps a
 * ``K_LT``/``K_LE``/``K_GT``/``K_GE``: ``key(x) op thr(e)`` with ``key`` an
   expression of the predecessor and ``thr`` one of the successor: a Fenwick
   tree over the ranks of the keys (prefix sums; ``>``/``>=`` use reversed
-  ranks so that they are prefix sums as well): O(log n) per event;
+  ranks so that they are prefix sums as well): O(log n) per event. The
+  ranks and the thresholds' positions are found when the key space is built
+  (sorted with their events), not searched per event (:func:`run_segments`);
 * ``K_EQ``: ``key(x) = thr(e)``: one cell per distinct key.
 
 Keys and thresholds arrive as int64 (floats in an order-preserving int64
@@ -60,7 +62,8 @@ Modules, by role:
 * ``constants.py``: window modes (``MODE_*``), structure kinds (``K_*``), error codes
   (``ERR_*``) and the int64 bounds;
 * ``arith.py``: checked int64 addition and multiplication;
-* ``keys.py``: key spaces (:func:`sort_keys`, with a payload; ``_lower``), :func:`float_order_key`,
+* ``keys.py``: key spaces (:func:`sort_keys` with a payload, :func:`small_sort`, ``_lower``),
+  :func:`float_order_key`,
   :func:`partition_order`;
 * ``epoch.py``: :func:`_epoch`, the per-event loop;
 * ``run.py``: :func:`run_segments` (the entry point) and the growth helpers.

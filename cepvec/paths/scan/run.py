@@ -174,8 +174,25 @@ class ScanRun:
         part = self._encode(df)
         # every piece's frame is cut before any is handed on: once pieces scan, their preparation in
         # the pool holds the GIL often, and this thread's cutting between hand-offs kept a pool
-        # thread idle for milliseconds
-        jobs = [self._push_piece(part[c:d]) for c, d in self._pieces(len(part))]
+        # thread idle for milliseconds. A piece's last time stamp is held back (equal time stamps
+        # may continue in the next piece or batch): it runs rows [start, cut) of the batch, after
+        # the rows held back before them; the cuts come from one array of the batch's times
+        tv = part["__t"].to_numpy()
+        jobs, start = [], 0
+        for _, d in self._pieces(len(part)):
+            cut = int(np.searchsorted(tv, tv[d - 1], side="left"))
+            if cut <= start:  # every row of the piece has the time stamp held back
+                continue
+            new, new_t = part[start:cut], tv[start:cut]
+            if self.held is not None and len(self.held):
+                new = pl.concat([self.held, new], how="vertical_relaxed", rechunk=False)
+                new_t = np.concatenate([self.held["__t"].to_numpy(), new_t])
+            self.held = None
+            jobs.append(self._frame(new, int(tv[d - 1]), new_t))
+            start = cut
+        rest = part[start:]
+        self.held = rest if self.held is None else pl.concat([self.held, rest], how="vertical_relaxed",
+                                                              rechunk=False)
         for job in jobs:
             if job is not None:
                 self._submit(*job)
@@ -201,18 +218,6 @@ class ScanRun:
         keys = df.select([pl.col(a).alias(c) for c, a in raw.items()]) if raw else df
         return df.with_columns(pl.Series("__pid", self.parts.ids(keys), dtype=pl.Int64))
 
-    def _push_piece(self, df: pl.DataFrame) -> tuple | None:
-        """The scan of the next piece (:meth:`_frame`), its last time stamp held back."""
-        if not len(df):
-            return None
-        if self.held is not None:
-            df = pl.concat([self.held, df], how="vertical_relaxed", rechunk=False)
-        # equal time stamps may continue in the next batch: hold the last one back
-        tv = df["__t"].to_numpy()
-        cut = int(np.searchsorted(tv, tv[-1], side="left"))
-        self.held = df[cut:]
-        return self._frame(df[:cut], int(tv[-1])) if cut else None
-
     def _events(self, df: pl.DataFrame) -> pl.DataFrame:
         """The events of ``df`` that can bind a position, with their position bits ``__bind``, the
         columns the kernel reads (NaN read as null, as for the predicates) and the partition keys
@@ -237,9 +242,9 @@ class ScanRun:
         if job is not None:
             self._submit(*job)
 
-    def _frame(self, new: pl.DataFrame | None, bound: int) -> tuple | None:
+    def _frame(self, new: pl.DataFrame | None, bound: int, new_t: np.ndarray | None = None) -> tuple | None:
         """The events to scan for the results final at ``bound`` (``(frame, done, bound)``, None when
-        there are none), and the carry of the next call.
+        there are none), and the carry of the next call (``new_t``: the times of ``new``, if known).
 
         Final, and not emitted before, are: WITHIN, the matches whose first event ``τ`` has
         ``done < τ + w <= bound`` (the end negation reads up to ``τ + w``); SLIDE, the windows with
@@ -252,8 +257,18 @@ class ScanRun:
         done, self.done = self.done, bound
         if df is None or not len(df):
             return None
-        # rows are in time order: the carry is a suffix
-        lo = int(np.searchsorted(df["__t"].to_numpy(), bound - 2 * self.w, side="right")) if bound < _POS else 0
+        # rows are in time order: the carry is a suffix (found in the carried times, then in new's)
+        lo = 0
+        if bound < _POS:
+            x = bound - 2 * self.w
+            if new_t is None:
+                lo = int(np.searchsorted(df["__t"].to_numpy(), x, side="right"))
+            else:
+                old = [f["__t"].to_numpy() for f in self.frames if len(f)]
+                ct = np.concatenate(old) if len(old) > 1 else (old[0] if old else new_t[:0])
+                lo = int(np.searchsorted(ct, x, side="right"))
+                if lo == len(ct):
+                    lo += int(np.searchsorted(new_t, x, side="right"))
         self.frames = [df[lo:]]
         return df, done, bound
 

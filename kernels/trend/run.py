@@ -154,16 +154,22 @@ def run_segments(mode, w, s, W, check, limit,
     nd_base = np.zeros(NT + 1, np.int64)
     # key spaces (every keyed transition's keys, then one epoch's thresholds) and their events (offset
     # in the epoch; -1: a carried key), sized once for the largest segment (not rebound in the loop)
-    kmax = 1
+    kmax = 1  # every transition's keys and the thresholds
+    smax = 1  # one sort: a transition's keys (events and carried rows) or the thresholds
+    emax = 1  # events of a segment
     for sg in range(seg_ptr.shape[0] - 1):
-        kmax = max(kmax, (NT + 1) * (seg_ptr[sg + 1] - seg_ptr[sg]) + cs_ptr[sg + 1] - cs_ptr[sg])
+        ns = seg_ptr[sg + 1] - seg_ptr[sg]
+        nc = cs_ptr[sg + 1] - cs_ptr[sg]
+        kmax = max(kmax, (NT + 1) * ns + nc)
+        smax = max(smax, ns + nc)
+        emax = max(emax, ns)
     KS = np.empty(kmax, np.int64)
     KV = np.empty(kmax, np.int64)
-    KT = np.empty(kmax, np.int64)  # scratch of sort_keys
-    KVT = np.empty(kmax, np.int64)
+    KT = np.empty(smax, np.int64)  # scratch of sort_keys
+    KVT = np.empty(smax, np.int64)
     # per (event of the epoch, transition): the Fenwick index an insertion starts at, and a query
-    INS = np.empty(kmax, np.int64)
-    QRY = np.empty(kmax, np.int64)
+    INS = np.empty(max(1, NT * emax), np.int64)
+    QRY = np.empty(max(1, NT * emax), np.int64)
     tgt = np.zeros(NT, np.int64)  # occurrence bits of the target of each transition
     for o in range(n_occ):
         for ii in range(in_ptr[o], in_ptr[o + 1]):

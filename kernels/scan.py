@@ -58,6 +58,7 @@ import numpy as np
 
 from ._jit import jit, jit_inline
 from .trend.arith import _sadd, _smul
+from .trend.keys import _lower
 
 MODE_NONE = 0
 MODE_WITHIN = 1
@@ -301,18 +302,6 @@ def _eval_block(prog_op, prog_arg, plo, phi, constI, constF, colI, nI, colF, nF,
             d -= 1
     for k in range(nc):
         mask[k] = (not sN[0, k]) and sI[0, k] != 0
-
-
-@jit_inline
-def _lower(ts, lo, hi, x):
-    """First index in [lo, hi) with ts[i] >= x."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if ts[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 @jit_inline

@@ -62,7 +62,8 @@ Modules, by role:
 * ``constants.py``: window modes (``MODE_*``), structure kinds (``K_*``), error codes
   (``ERR_*``) and the int64 bounds;
 * ``arith.py``: checked int64 addition and multiplication;
-* ``keys.py``: key spaces (:func:`sort_keys` with a payload, :func:`small_sort`, ``_lower``),
+* ``keys.py``: key spaces (:func:`sort_keys` with a payload, :func:`small_sort`, ``_position``
+  and ``_lower``),
   :func:`float_order_key`,
   :func:`partition_order`;
 * ``epoch.py``: :func:`_epoch`, the per-event loop;

@@ -11,15 +11,21 @@ from .constants import _I64_MAX
 
 
 @jit_inline
-def _lower(ks, lo, hi, x):
-    """First index in [lo, hi) with ks[i] >= x."""
+def _position(ks, lo, hi, x, upper):
+    """First index in [lo, hi) with ks[i] >= x (``upper``: ks[i] > x); ``ks`` sorted."""
     while lo < hi:
         mid = (lo + hi) >> 1
-        if ks[mid] < x:
+        if ks[mid] < x or (upper and ks[mid] == x):
             lo = mid + 1
         else:
             hi = mid
     return lo
+
+
+@jit_inline
+def _lower(ks, lo, hi, x):
+    """First index in [lo, hi) with ks[i] >= x; ``ks`` sorted."""
+    return _position(ks, lo, hi, x, False)
 
 
 #: Below this many keys :func:`sort_keys` is an insertion sort; callers in loops over many small

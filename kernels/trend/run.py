@@ -9,7 +9,7 @@ from .._jit import jit, jit_inline
 from .arith import _add
 from .constants import END, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_SLIDE
 from .epoch import _epoch
-from .keys import SMALL_SORT, _lower, small_sort, sort_keys
+from .keys import SMALL_SORT, _lower, _position, small_sort, sort_keys
 
 
 @jit_inline
@@ -283,15 +283,7 @@ def run_segments(mode, w, s, W, check, limit,
                         if src and thr == ev_key[e, tr]:
                             p = r + 1 if upper else r
                         elif m <= search_keys:
-                            blo = a
-                            bhi = a + m
-                            while blo < bhi:
-                                mid = (blo + bhi) >> 1
-                                if KS[mid] < thr or (upper and KS[mid] == thr):
-                                    blo = mid + 1
-                                else:
-                                    bhi = mid
-                            p = blo - a
+                            p = _position(KS, a, a + m, thr, upper) - a
                         else:
                             KS[nt_] = thr
                             KV[nt_] = e - ep_lo

@@ -74,6 +74,7 @@ class GretaReference:
 #: predecessor candidate of every later one. The count exceeds int64 from a few hundred events
 #: on, so both paths run with numeric="float64".
 Q1_ONE_WINDOW = "RETURN COUNT(*) PATTERN Stock S+ WHERE S.price > NEXT(S).price"
+Q1_THRESHOLD = "RETURN COUNT(*) PATTERN Stock S+ WHERE S.price > NEXT(S).price * 1.01"
 SCALING_SIZES = [1_000, 10_000, 100_000] + ([] if SKIP_SLOW else [1_000_000])
 #: Price distributions of the scaling curve, each with its own time stamps:
 #: ``generator``: the stock generator (prices in cents, ~40k distinct values, repeated times);
@@ -123,6 +124,20 @@ class GretaScaling:
 
     def time_numpy_argsort(self, keys, n_events):
         np.argsort(self.events["price"].to_numpy(), kind="stable")
+
+
+class GretaScalingThreshold(GretaScaling):
+    """Q1 in one window with a threshold that is not the key (``S.price > NEXT(S).price * 1.01``):
+    the trend kernel sorts the thresholds and merges them with the keys (``kernels/trend/run.py``;
+    ``GretaScaling``'s threshold is the event's own key, which needs no placement). Baseline in the
+    same run: ``time_numpy_argsort`` of the prices."""
+
+    params = [["distinct", "few"], SCALING_SIZES]
+
+    def setup(self, keys, n_events):
+        self.q = cepvec.compile(Q1_THRESHOLD)
+        self.events = scaling_events(keys, n_events)
+        cepvec.run(self.q, self.events.head(100), engine="greta", numeric="float64")  # compile / load
 
 
 class GretaScalingScan:

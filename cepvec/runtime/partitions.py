@@ -265,11 +265,15 @@ def _same_as_first(col: pl.Series, local: np.ndarray, first: np.ndarray) -> bool
 _NULL_FLOAT_CODE = np.int64(0x7FF8_0000_0000_0001)
 
 
+_I64 = np.iinfo(np.int64)
+
+
 def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
     """int64 code per row of a key column and whether equal codes mean equal keys (``exact``): the
     physical ids of a Categorical / Enum column (null: -1), the bits of a float (one NaN, null
-    apart), a 64-bit hash of a String (not exact), the values of a null-free integer, temporal or
-    boolean column. None for other dtypes (and integers with nulls: no code is left for null)."""
+    apart), a 64-bit hash of a String (not exact), the values of an integer, temporal or boolean
+    column (null: one below the smallest value of the column, or one above the largest). None for
+    other dtypes, and for a column with nulls whose values leave no int64 code free on either side."""
     dt = col.dtype
     if isinstance(dt, (pl.Categorical, pl.Enum)):
         phys = col.to_physical()
@@ -284,11 +288,20 @@ def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
         return np.ascontiguousarray(bits), True
     if dt == pl.String:
         return col.hash().to_numpy().view(np.int64), False
-    if (dt.is_integer() or dt.is_temporal() or dt == pl.Boolean) and not col.null_count():
+    if dt.is_integer() or dt.is_temporal() or dt == pl.Boolean:
         phys = col.to_physical()
-        if phys.dtype == pl.UInt64:
-            return phys.to_numpy().view(np.int64), True
-        return phys.cast(pl.Int64).to_numpy(), True
+        if not col.null_count():
+            if phys.dtype == pl.UInt64:
+                return phys.to_numpy().view(np.int64), True
+            return phys.cast(pl.Int64).to_numpy(), True
+        if phys.dtype == pl.UInt64 and (phys.max() or 0) > _I64.max:
+            return None
+        v = phys.cast(pl.Int64)
+        lo, hi = v.min(), v.max()
+        if lo is None:  # every row null
+            return np.zeros(len(v), np.int64), True
+        null_code = lo - 1 if lo > _I64.min else (hi + 1 if hi < _I64.max else None)
+        return (None if null_code is None else (v.fill_null(null_code).to_numpy(), True))
     return None
 
 

@@ -9,7 +9,10 @@ cost per partition shows), the same groups spelled as
   into one slot of the hash table: 3.2 s instead of 60 ms at 10 000 groups);
 * ``float``: float64 ids ``k * 1.37`` (distinct floats), their bit patterns;
 * ``string``: ``"user<k>"``, 64-bit hashes checked for collisions;
-* ``categorical``: the strings as ``pl.Categorical``, their physical ids.
+* ``categorical``: the strings as ``pl.Categorical``, their physical ids;
+* ``int_nulls``: the int64 ids with a tenth of the rows null (one more group), null coded as
+  one below the smallest id (it took the Polars join of every row before: 49 ms against 26 ms
+  for A-Seq at 100 groups).
 
 Baseline in the same run: ``time_polars_group_by``, Polars' own hash group-by counting the
 rows of each key (the cost of partitioning alone, by a columnar engine; cepvec does it and
@@ -40,6 +43,8 @@ def events(n_groups: int, key: str, types: str) -> pl.DataFrame:
     })
     if key == "int":
         ids = pl.Series("id", k)
+    elif key == "int_nulls":
+        ids = pl.Series("id", k).scatter(np.flatnonzero(rng.random(N) < 0.1), None)
     elif key == "spread":
         ids = pl.Series("id", k << 44)
     elif key == "float":
@@ -52,7 +57,7 @@ def events(n_groups: int, key: str, types: str) -> pl.DataFrame:
 
 
 class KeyDtypes:
-    params = [list(QUERIES), [100, 10_000, 500_000], ["int", "spread", "float", "string", "categorical"]]
+    params = [list(QUERIES), [100, 10_000, 500_000], ["int", "int_nulls", "spread", "float", "string", "categorical"]]
     param_names = ["path", "n_groups", "key"]
     timeout = 600
 

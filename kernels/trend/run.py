@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline
+from .._jit import borrow, jit, jit_inline
 from .arith import _add
 from .constants import END, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_SLIDE
 from .epoch import _epoch
@@ -409,13 +409,16 @@ def run_segments(mode, w, s, W, check, limit,
                     err[2] = ev_t[lo] if hi > lo else 0
                     break
 
+            # the arrays borrowed (no reference counts: a call per partition passes some 40 arrays)
+            B = borrow
             k_next, opened, gctr, n_out, bad, tbad = _epoch(
                 mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
-                ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_kok, ev_tok,
-                occ_start, occ_end, in_ptr, in_tr, out_ptr, out_tr,
-                tr_kind, tr_reset, start_reset, end_reset, comp_i, comp_f,
-                INS, QRY, ks_m, nd_base, RG, NRG, NKM, TI, TF, RSI, RSF, FINI, FINF, NOST,
-                tmpI, tmpF, pair_e, pair_o, out_pid, out_key, out_vi, out_vf, n_out)
+                B(ev_t), B(ev_bind), B(ev_neg), B(ev_wi), B(ev_wf), B(ev_kok), B(ev_tok),
+                B(occ_start), B(occ_end), B(in_ptr), B(in_tr), B(out_ptr), B(out_tr),
+                B(tr_kind), B(tr_reset), start_reset, end_reset, B(comp_i), B(comp_f),
+                B(INS), B(QRY), B(ks_m), B(nd_base), B(RG), B(NRG), B(NKM), B(TI), B(TF), B(RSI), B(RSF), B(FINI),
+                B(FINF), B(NOST), B(tmpI), B(tmpF), B(pair_e), B(pair_o), B(out_pid), B(out_key), B(out_vi),
+                B(out_vf), n_out)
             if bad:
                 err[0] = ERR_OVERFLOW
                 err[1] = pid

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline
+from .._jit import borrow, jit, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
 from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
@@ -635,9 +635,11 @@ def _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_
     Xv = np.zeros((D, 1), v0.dtype)
     for sg in range(seg_lo.shape[0]):
         n_save = n_out
+        # a call per partition: its arrays borrowed (no reference counts, kernels/_jit.py::borrow)
         status, n_out = _vector_fast(mode, seg_lo[sg], seg_hi[sg], seg_pid[sg], seg_emit_lo[sg], seg_emit_hi[sg],
-                                     emit_times, ev_time, ev_prog, ev_w, PT, out_rows, Xv, X_state, out_pid,
-                                     out_key, out_val, n_out, err)
+                                     borrow(emit_times), borrow(ev_time), borrow(ev_prog), borrow(ev_w), borrow(PT),
+                                     borrow(out_rows), borrow(Xv), borrow(X_state), borrow(out_pid),
+                                     borrow(out_key), borrow(out_val), n_out, borrow(err))
         if status != ST_OK:  # ST_SLOW: X_state untouched (the loop writes it at the end)
             n_out = n_save
             slow[sg] = True

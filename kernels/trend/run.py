@@ -409,16 +409,17 @@ def run_segments(mode, w, s, W, check, limit,
                     err[2] = ev_t[lo] if hi > lo else 0
                     break
 
-            # the arrays borrowed (no reference counts: a call per partition passes some 40 arrays)
-            B = borrow
+            # a call per epoch (per partition when they are small): its arrays borrowed, without
+            # reference counts (kernels/_jit.py::borrow)
             k_next, opened, gctr, n_out, bad, tbad = _epoch(
                 mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
-                B(ev_t), B(ev_bind), B(ev_neg), B(ev_wi), B(ev_wf), B(ev_kok), B(ev_tok),
-                B(occ_start), B(occ_end), B(in_ptr), B(in_tr), B(out_ptr), B(out_tr),
-                B(tr_kind), B(tr_reset), start_reset, end_reset, B(comp_i), B(comp_f),
-                B(INS), B(QRY), B(ks_m), B(nd_base), B(RG), B(NRG), B(NKM), B(TI), B(TF), B(RSI), B(RSF), B(FINI),
-                B(FINF), B(NOST), B(tmpI), B(tmpF), B(pair_e), B(pair_o), B(out_pid), B(out_key), B(out_vi),
-                B(out_vf), n_out)
+                borrow(ev_t), borrow(ev_bind), borrow(ev_neg), borrow(ev_wi), borrow(ev_wf), borrow(ev_kok),
+                borrow(ev_tok), borrow(occ_start), borrow(occ_end), borrow(in_ptr), borrow(in_tr), borrow(out_ptr),
+                borrow(out_tr), borrow(tr_kind), borrow(tr_reset), start_reset, end_reset, borrow(comp_i),
+                borrow(comp_f), borrow(INS), borrow(QRY), borrow(ks_m), borrow(nd_base), borrow(RG), borrow(NRG),
+                borrow(NKM), borrow(TI), borrow(TF), borrow(RSI), borrow(RSF), borrow(FINI), borrow(FINF),
+                borrow(NOST), borrow(tmpI), borrow(tmpF), borrow(pair_e), borrow(pair_o), borrow(out_pid),
+                borrow(out_key), borrow(out_vi), borrow(out_vf), n_out)
             if bad:
                 err[0] = ERR_OVERFLOW
                 err[1] = pid

@@ -312,6 +312,21 @@ def test_too_many_window_cells_is_a_clear_error(monkeypatch):
         cepvec.run(q, df, engine="greta", numeric="float64")
 
 
+def test_a_buffer_bound_of_the_kernel_is_an_internal_error_not_a_wrong_number():
+    """run_segments sizes its buffers once, before the segment loop, and checks each epoch against
+    them: a bound that did not hold stops the kernel (ERR_INTERNAL) and is raised as such."""
+    import numpy as np
+
+    from cepvec.kernels import trend as K
+
+    df = pl.DataFrame({"type": ["A"] * 3, "time": [1, 2, 3], "id": [7, 7, 8], "x": [1.0, 2.0, 3.0]})
+    q = cepvec.compile("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 4 SLIDE 2")
+    run = TrendRun(q, df.schema, w=4, s=2)
+    run.stream.parts.ids(df.select("id"))
+    with pytest.raises(RuntimeError, match=r"internal error.*\(12 rows\) for partition.*'id': 8.*engine='reference'"):
+        run.stream._raise(np.array([K.ERR_INTERNAL, 1, 12], np.int64))
+
+
 def test_float_keys_order_and_nan():
     df = pl.DataFrame({"type": ["A"] * 6, "time": [1, 2, 3, 4, 5, 6],
                        "v": [-0.0, 0.0, float("nan"), -1e300, float("inf"), None]})

@@ -71,7 +71,7 @@ Modules, by role:
   :func:`float_order_key`,
   :func:`partition_order`;
 * ``epoch.py``: :func:`_epoch`, the per-event loop;
-* ``run.py``: :func:`run_segments` (the entry point) and the growth helpers.
+* ``run.py``: :func:`run_segments` (the entry point; its buffers sized once, before the segment loop).
 
 This package re-exports the public names of the former single module ``trend.py``
 (``from cepvec.kernels import trend as K; K.run_segments``).
@@ -79,6 +79,6 @@ This package re-exports the public names of the former single module ``trend.py`
 
 from __future__ import annotations
 
-from .constants import END, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_NONE, MODE_SLIDE
+from .constants import END, ERR_INTERNAL, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_NONE, MODE_SLIDE
 from .keys import float_order_key, partition_order, sort_keys
 from .run import run_segments

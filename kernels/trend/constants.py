@@ -18,6 +18,7 @@ K_EQ = 5
 
 ERR_OVERFLOW = 1
 ERR_MEMORY = 2  # the per-window trees of an epoch would exceed max_cells (err[1] partition, err[2] cells)
+ERR_INTERNAL = 3  # a buffer sized before the segment loop is too small (a bug: err[1] partition, err[2] rows)
 
 _I64_MAX = 9223372036854775807
 _I64_MIN = -9223372036854775807 - 1

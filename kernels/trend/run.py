@@ -7,7 +7,7 @@ import numpy as np
 
 from .._jit import borrow, jit, jit_inline
 from .arith import _add
-from .constants import END, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_SLIDE
+from .constants import END, ERR_INTERNAL, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_SLIDE
 from .epoch import _epoch
 from .keys import SMALL_SORT, _lower, _position, small_sort, sort_keys
 
@@ -21,36 +21,6 @@ def _query_index(kind, p, m, KS, a, thr):
     if kind == K_LT or kind == K_LE:
         return p
     return m - p
-
-
-@jit
-def _grow_out(pid, key, vi, vf, need):
-    n = max(2 * pid.shape[0], need)
-    m = pid.shape[0]
-    p2 = np.empty(n, np.int64)
-    k2 = np.empty(n, np.int64)
-    vi2 = np.empty((n, vi.shape[1]), vi.dtype)
-    vf2 = np.empty((n, vf.shape[1]), vf.dtype)
-    # loops, not slice assignments: each of those compiles Numba's shape-error formatting
-    # (about 0.7 s on a cold cache)
-    for i in range(m):
-        p2[i] = pid[i]
-        k2[i] = key[i]
-        for c in range(vi.shape[1]):
-            vi2[i, c] = vi[i, c]
-        for c in range(vf.shape[1]):
-            vf2[i, c] = vf[i, c]
-    return p2, k2, vi2, vf2
-
-
-@jit
-def _grow_state(pid, tr, key, vi, vf, need):
-    n = max(2 * pid.shape[0], need)
-    t2 = np.empty(n, np.int64)
-    for i in range(pid.shape[0]):
-        t2[i] = tr[i]
-    p2, k2, vi2, vf2 = _grow_out(pid, key, vi, vf, need)
-    return p2, t2, k2, vi2, vf2
 
 
 # One long function on purpose: inside a kernel this large, a call with array arguments per event
@@ -130,16 +100,7 @@ def run_segments(mode, w, s, W, check, limit,
     WRi = W * Ri
     WRf = W * Rf
 
-    out_pid = np.empty(64, np.int64)
-    out_key = np.empty(64, np.int64)
-    out_vi = np.empty((64, Ri), dti)
-    out_vf = np.empty((64, Rf), np.float64)
     n_out = np.int64(0)  # typed, not a literal: _epoch would compile twice (literal 0, then int64)
-    so_pid = np.empty(64, np.int64)
-    so_tr = np.empty(64, np.int64)
-    so_key = np.empty(64, np.int64)
-    so_vi = np.empty((64, Ri), dti)
-    so_vf = np.empty((64, Rf), np.float64)
     n_so = 0
 
     RG = np.zeros(NT, np.int64)  # reset generation per keyed structure
@@ -174,21 +135,53 @@ def run_segments(mode, w, s, W, check, limit,
     for o in range(n_occ):
         for ii in range(in_ptr[o], in_ptr[o + 1]):
             tgt[in_tr[ii]] |= np.int64(1) << o
-    TI = np.zeros(64 * WRi, dti)
-    TF = np.zeros(64 * WRf, np.float64)
-    NRG = np.zeros(64, np.int64)  # per node: reset generation when last written
-    NKM = np.zeros(64, np.int64)  # per node: newest window written
-    tmpI = np.zeros(64 * WRi, dti)
-    tmpF = np.zeros(64 * WRf, np.float64)
-    pair_e = np.zeros(64, np.int64)
-    pair_o = np.zeros(64, np.int64)
-    SI = np.zeros((1, Ri), dti)
-    SF = np.zeros((1, Rf), np.float64)
     tags = mode == MODE_SLIDE
     for tr in range(NT):
         if tr_kind[tr] != K_SUM and tr_reset[tr] != 0:
             tags = True
-
+    # Every buffer below is sized once, from bounds over all segments, and never rebound in the
+    # segment loop: an array a loop may rebind is reference-counted on every pass (about 20 of them
+    # were a fifth of the time with 10^5 small partitions). np.empty touches no page; the rows used
+    # are written before they are read.
+    ncmax = 0  # carried rows of a segment
+    gall = 1  # events of the longest tie group (one time stamp of one partition)
+    n_rows = 0  # SLIDE: windows a segment may emit (each holds one of its events, and lies in its span)
+    n_state = 0  # MODE_NONE: state rows a segment may dump (a row per key, the totals, the flag)
+    for sg in range(seg_ptr.shape[0] - 1):
+        lo = seg_ptr[sg]
+        hi = seg_ptr[sg + 1]
+        nc = cs_ptr[sg + 1] - cs_ptr[sg]
+        ncmax = max(ncmax, nc)
+        if hi > lo:  # (+ W: an epoch's check counts the ring's W windows beside the new ones)
+            n_rows += min((hi - lo) * W, (ev_t[hi - 1] - ev_t[lo]) // s + W + 2) + W
+        n_state += 2 + NT * (1 + hi - lo + nc)
+        g0 = lo
+        for e in range(lo + 1, hi + 1):
+            if e == hi or ev_t[e] != ev_t[g0]:
+                gall = max(gall, e - g0)
+                g0 = e
+    nodes_max = min(NT * (emax + ncmax + 1) + 1, max_cells // max(1, WRi + WRf) + 1)
+    TI = np.empty(max(1, nodes_max * WRi), dti)
+    TF = np.empty(max(1, nodes_max * WRf), np.float64)
+    NRG = np.empty(nodes_max if tags else 1, np.int64)  # per node: reset generation when last written
+    NKM = np.empty(nodes_max if tags else 1, np.int64)  # per node: newest window written
+    tmpI = np.zeros(gall * n_occ * WRi, dti)
+    tmpF = np.zeros(gall * n_occ * WRf, np.float64)
+    pair_e = np.zeros(gall * n_occ, np.int64)
+    pair_o = np.zeros(gall * n_occ, np.int64)
+    nso = n_state if mode != MODE_SLIDE else 1
+    SI = np.zeros((emax + ncmax + 2 if mode != MODE_SLIDE else 1, Ri), dti)
+    SF = np.zeros((emax + ncmax + 2 if mode != MODE_SLIDE else 1, Rf), np.float64)
+    nout = n_rows if mode == MODE_SLIDE else 1
+    out_pid = np.empty(nout, np.int64)
+    out_key = np.empty(nout, np.int64)
+    out_vi = np.empty((nout, Ri), dti)
+    out_vf = np.empty((nout, Rf), np.float64)
+    so_pid = np.empty(nso, np.int64)
+    so_tr = np.empty(nso, np.int64)
+    so_key = np.empty(nso, np.int64)
+    so_vi = np.empty((nso, Ri), dti)
+    so_vf = np.empty((nso, Rf), np.float64)
     for sg in range(seg_ptr.shape[0] - 1):
         lo = seg_ptr[sg]
         hi = seg_ptr[sg + 1]
@@ -305,15 +298,19 @@ def run_segments(mode, w, s, W, check, limit,
                 err[1] = pid
                 err[2] = nodes * (WRi + WRf)
                 break
-            if TI.shape[0] < nodes * WRi or TF.shape[0] < nodes * WRf:
-                # a node is read only after it is written in its generation (tags) or set below
-                # (no tags): not zeroed here, so only the pages in use are touched
-                TI = np.empty(2 * nodes * WRi, dti)
-                TF = np.empty(2 * nodes * WRf, np.float64)
-            if tags and NRG.shape[0] < nodes:  # (zeros: generations start at 1)
-                NRG = np.zeros(2 * nodes, np.int64)
-                NKM = np.zeros(2 * nodes, np.int64)
-            # ---- buffers for the epoch: pairs of the largest group, windows it may emit
+            # a node is read only after it is written in its generation (tags) or set below (no tags);
+            # generations start at 1, so the epoch's nodes start at 0 (TI / TF are not zeroed: only
+            # the pages in use are touched)
+            if nodes * WRi > TI.shape[0] or nodes * WRf > TF.shape[0] or (tags and nodes > NRG.shape[0]):
+                err[0] = ERR_INTERNAL
+                err[1] = pid
+                err[2] = nodes
+                break
+            if tags:
+                for nd in range(nodes):
+                    NRG[nd] = 0
+                    NKM[nd] = 0
+            # ---- the buffers' bounds, checked: pairs of the largest group, windows the epoch may emit
             gmax = 1
             n_emit = W
             kn = k_next
@@ -334,13 +331,11 @@ def run_segments(mode, w, s, W, check, limit,
                         n_emit += kh - max(op + 1, kn) + 1
                         op = kh
                 e = g1
-            if pair_e.shape[0] < gmax * n_occ:
-                pair_e = np.zeros(2 * gmax * n_occ, np.int64)
-                pair_o = np.zeros(2 * gmax * n_occ, np.int64)
-                tmpI = np.zeros(2 * gmax * n_occ * WRi, dti)
-                tmpF = np.zeros(2 * gmax * n_occ * WRf, np.float64)
-            if mode == MODE_SLIDE and out_pid.shape[0] < n_out + n_emit:
-                out_pid, out_key, out_vi, out_vf = _grow_out(out_pid, out_key, out_vi, out_vf, n_out + n_emit)
+            if gmax * n_occ > pair_e.shape[0] or (mode == MODE_SLIDE and n_out + n_emit > out_pid.shape[0]):
+                err[0] = ERR_INTERNAL
+                err[1] = pid
+                err[2] = n_out + n_emit
+                break
 
             # ---- window state
             if mode == MODE_SLIDE:
@@ -431,8 +426,6 @@ def run_segments(mode, w, s, W, check, limit,
 
         # ---- end of the segment
         if mode == MODE_SLIDE:
-            if out_pid.shape[0] < n_out + W:
-                out_pid, out_key, out_vi, out_vf = _grow_out(out_pid, out_key, out_vi, out_vf, n_out + W)
             kk = k_next
             while kk <= opened and kk * s + w <= limit:
                 sl = kk % W
@@ -455,8 +448,13 @@ def run_segments(mode, w, s, W, check, limit,
         need = n_so + 2 + NT
         for tr in range(NT):
             need += 0 if last else ks_m[tr]
-        if so_pid.shape[0] < need:
-            so_pid, so_tr, so_key, so_vi, so_vf = _grow_state(so_pid, so_tr, so_key, so_vi, so_vf, need)
+            if ks_m[tr] + 1 > SI.shape[0]:
+                need = so_pid.shape[0] + 1
+        if need > so_pid.shape[0]:
+            err[0] = ERR_INTERNAL
+            err[1] = pid
+            err[2] = need
+            break
         for tr in range(NT):
             if last:
                 break
@@ -475,9 +473,6 @@ def run_segments(mode, w, s, W, check, limit,
             m = ks_m[tr]
             a = ks_off[tr]
             base = nd_base[tr]
-            if SI.shape[0] < m + 1:
-                SI = np.zeros((2 * m + 2, Ri), dti)
-                SF = np.zeros((2 * m + 2, Rf), np.float64)
             for i in range(1, m + 1):
                 nd = base + i
                 valid = (not tags) or NRG[nd] == RG[tr]

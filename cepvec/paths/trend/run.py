@@ -423,6 +423,12 @@ class TrendStream:
                 f"{self.parts.describe(int(err[1]))} of query {' '.join(self.q.text.split())!r}: every event is "
                 f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
                 "events; use a coarser SLIDE or a shorter WITHIN")
+        if err[0] == K.ERR_INTERNAL:
+            raise RuntimeError(
+                f"cepvec internal error: a buffer of the trend kernel, sized before its loop, was too small "
+                f"({int(err[2]):,} rows) for partition {self.parts.describe(int(err[1]))} of query "
+                f"{' '.join(self.q.text.split())!r}; please report it with the input's shape. "
+                "engine='reference' runs the query meanwhile")
         raise overflow_error(self.q, self.parts.locate(int(err[1]), int(err[2])))
 
     # -------------------------------------------------------------- results

@@ -67,6 +67,9 @@ MODE_SLIDE = 3
 MODE_EMIT_ALL = 4  # EMIT CHANGES without WITHIN
 
 ERR_OVERFLOW = 1
+#: the value rows of a segment exceed the bound they were sized by before the loop (a bug: err[1] partition,
+#: err[2] rows)
+ERR_INTERNAL = 3
 
 I64_MAX = 9223372036854775807
 NEG_INF = -9223372036854775807 - 1
@@ -359,9 +362,35 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
     bhi = np.empty(nmax, np.int64)
     SB = np.empty(nmax if by_start else 0, np.int64)  # distinct start times (by_start buckets)
     off = np.empty((nmax, n_occ), np.int64)
-    VI = np.empty(0, dt)
-    VF = np.empty(0, np.float64)
-    VM = np.empty(0, np.int64)
+    # value rows of a segment, sized once for the largest bound (an array the loop may rebind is
+    # reference-counted on every pass): an event adds a row per main occurrence it binds and bucket,
+    # and its buckets are at most its windows (SLIDE) or the events in its reach (WITHIN, EMIT)
+    n_main = 0
+    for o in range(n_occ):
+        if occ_pat[o] == G:
+            n_main += 1
+    vmax = 1
+    for sg in range(seg_ptr.shape[0] - 1):
+        lo = seg_ptr[sg]
+        hi = seg_ptr[sg + 1]
+        if mode == MODE_SLIDE:
+            tot = (hi - lo) * (w // s + 2)
+        elif by_start:
+            tot = 0
+            j = lo
+            k = lo
+            for i in range(lo, hi):
+                while ev_t[j] <= ev_t[i] - w:
+                    j += 1
+                while k < hi and ev_t[k] <= ev_t[i]:
+                    k += 1
+                tot += k - j
+        else:
+            tot = hi - lo
+        vmax = max(vmax, tot * n_main)
+    VI = np.empty(vmax * Ri, dt)
+    VF = np.empty(vmax * Rf, np.float64)
+    VM = np.empty(vmax * RM, np.int64)
     for sg in range(seg_ptr.shape[0] - 1):
         lo = seg_ptr[sg]
         hi = seg_ptr[sg + 1]
@@ -471,12 +500,11 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                 if occ_pat[o] == G and (ev_bind[i] >> o) & 1 != 0:
                     off[i - lo, o] = total
                     total += nb
-        if VI.shape[0] < total * Ri:
-            VI = np.empty(2 * total * Ri, dt)
-        if VF.shape[0] < total * Rf:
-            VF = np.empty(2 * total * Rf, np.float64)
-        if VM.shape[0] < total * RM:
-            VM = np.empty(2 * total * RM, np.int64)
+        if total > vmax:
+            err[0] = ERR_INTERNAL
+            err[1] = pid
+            err[2] = total
+            return
         for r in range(total * Ri):
             VI[r] = 0
         for r in range(total * Rf):

@@ -481,6 +481,12 @@ class ScanRun:
             if w > 0:
                 n_ev = n_ev * reach  # floats: n_ev * w may leave int64
         for err in map_threads(run, split_ranges(n_ev, threads.MIN_EVENTS_PER_THREAD // 16)):
+            if err[0] == K.ERR_INTERNAL:
+                raise RuntimeError(
+                    f"cepvec internal error: the value rows of the scan kernel, sized before its loop, were too few "
+                    f"({int(err[2]):,} needed) for partition {parts.describe(int(err[1]))} of query "
+                    f"{' '.join(q.text.split())!r}; please report it with the input's shape. engine='reference' "
+                    "runs the query meanwhile")
             if err[0]:
                 raise overflow_error(q, parts.locate(int(err[1]), int(err[2])))
         # cells: (partition, key) -> values

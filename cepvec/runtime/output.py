@@ -37,6 +37,15 @@ def overflow_error(q: Query, where: str) -> CepvecOverflowError:
         "numeric='float64' for approximate results")
 
 
+def internal_error(q: Query, what: str, rows: int, partition: str) -> RuntimeError:
+    """The error of a kernel buffer, sized before its loop, found too small (``what``: which buffer)
+    by the kernel's own check: a bug, raised rather than a wrong number."""
+    return RuntimeError(
+        f"cepvec internal error: {what}, sized before its loop, was too small ({rows:,} rows) for "
+        f"partition {partition} of query {' '.join(q.text.split())!r}; please report it with the input's "
+        "shape. engine='reference' runs the query meanwhile")
+
+
 def select_weights(df: pl.DataFrame, exprs: list, q: Query) -> pl.DataFrame:
     """``df.select(exprs)`` of SUM / AVG weights cast to the state's dtype; a value that int64 cannot
     hold (a UInt64 above 2**63 - 1 with exact counts) raises the overflow error, not Polars' own."""

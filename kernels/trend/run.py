@@ -446,14 +446,14 @@ def run_segments(mode, w, s, W, check, limit,
         # MODE_NONE: dump the state as raw rows per key
         last = limit >= END
         need = n_so + 2 + NT
+        msi = 0  # rows of SI / SF the dump uses
         for tr in range(NT):
             need += 0 if last else ks_m[tr]
-            if ks_m[tr] + 1 > SI.shape[0]:
-                need = so_pid.shape[0] + 1
-        if need > so_pid.shape[0]:
+            msi = max(msi, ks_m[tr] + 1)
+        if need > so_pid.shape[0] or msi > SI.shape[0]:
             err[0] = ERR_INTERNAL
             err[1] = pid
-            err[2] = need
+            err[2] = max(need, msi)
             break
         for tr in range(NT):
             if last:

@@ -32,7 +32,8 @@ from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
 from cepvec.paths.base import batch_end, feed
-from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error, select_weights, sums_overflow
+from cepvec.runtime.output import (assemble_output, in_rank_order, internal_error, overflow_error, select_weights,
+                                   sums_overflow)
 from cepvec.kernels.trend import float_order_key, partition_order
 from cepvec.paths.scan.plan import Programs, ScanPlan, build
 from cepvec.runtime.polars_expr import predicate_mask
@@ -482,11 +483,7 @@ class ScanRun:
                 n_ev = n_ev * reach  # floats: n_ev * w may leave int64
         for err in map_threads(run, split_ranges(n_ev, threads.MIN_EVENTS_PER_THREAD // 16)):
             if err[0] == K.ERR_INTERNAL:
-                raise RuntimeError(
-                    f"cepvec internal error: the value rows of the scan kernel, sized before its loop, were too few "
-                    f"({int(err[2]):,} needed) for partition {parts.describe(int(err[1]))} of query "
-                    f"{' '.join(q.text.split())!r}; please report it with the input's shape. engine='reference' "
-                    "runs the query meanwhile")
+                raise internal_error(q, "the value rows of the scan kernel", int(err[2]), parts.describe(int(err[1])))
             if err[0]:
                 raise overflow_error(q, parts.locate(int(err[1]), int(err[2])))
         # cells: (partition, key) -> values

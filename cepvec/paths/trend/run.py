@@ -24,7 +24,7 @@ from cepvec.errors import CepvecPlanError, UnsupportedByEngine
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import trend as K
 from cepvec.paths.base import batch_end, feed
-from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
+from cepvec.runtime.output import build_output_frame, internal_error, overflow_error, select_weights
 from cepvec.paths.trend.plan import TrendPlan, build
 from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
@@ -424,11 +424,7 @@ class TrendStream:
                 f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
                 "events; use a coarser SLIDE or a shorter WITHIN")
         if err[0] == K.ERR_INTERNAL:
-            raise RuntimeError(
-                f"cepvec internal error: a buffer of the trend kernel, sized before its loop, was too small "
-                f"({int(err[2]):,} rows) for partition {self.parts.describe(int(err[1]))} of query "
-                f"{' '.join(self.q.text.split())!r}; please report it with the input's shape. "
-                "engine='reference' runs the query meanwhile")
+            raise internal_error(self.q, "a buffer of the trend kernel", int(err[2]), self.parts.describe(int(err[1])))
         raise overflow_error(self.q, self.parts.locate(int(err[1]), int(err[2])))
 
     # -------------------------------------------------------------- results

@@ -13,9 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cepvec
+from cepvec.kernels import _jit
 from cepvec.paths.scan.run import ScanRun
 from cepvec.paths.trend.run import TrendStream
+from cepvec.registry import run_engine
 from cepvec.runtime import threads
+from cepvec.runtime.prepare import prepare
 from tests.strategies import examples
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -27,6 +30,9 @@ QUERIES = [
     ("greta", "RETURN id, COUNT(*) PATTERN SEQ(A+, B) WHERE [id] AND A.x > NEXT(A).x GROUP-BY id "
               "WITHIN 6 SLIDE 3"),
     ("greta", "RETURN id, COUNT(*) PATTERN SEQ(A+, B) WHERE [id] AND A.x > NEXT(A).x GROUP-BY id"),
+    # a float SUM beside exact counts: the trend kernel's second block of values
+    ("greta", "RETURN id, COUNT(*), SUM(A.y) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 6 "
+              "SLIDE 2"),
     # predecessor scan (an edge predicate the Fenwick path refuses): pieces scan in the background
     ("greta", "RETURN id, COUNT(*), MIN(A.x) PATTERN SEQ(A+, B) WHERE [id] AND A.x + NEXT(A).x != 3 "
               "GROUP-BY id WITHIN 6 SLIDE 3"),
@@ -40,6 +46,7 @@ def _events(seed: int, n: int, n_ids: int) -> pl.DataFrame:
     return pl.DataFrame({
         "type": rng.choice(list("ABCD"), n), "time": np.sort(rng.integers(0, n // 2 + 1, n)),
         "id": rng.integers(0, n_ids, n), "x": rng.integers(0, 5, n),
+        "y": rng.integers(-8, 8, n) / 4,
     })
 
 
@@ -56,6 +63,7 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
     with pytest.MonkeyPatch.context() as mp:
         one = _run(text, engine, df, 1, mp)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        mp.setattr(_jit, "NUMPY_BELOW", 0)  # the kernels' output order (one thread: NumPy's)
         mp.setattr(ScanRun, "CHUNK", 16)  # many pieces: each scans while the next is encoded
         mp.setattr(TrendStream, "CHUNK", 16)  # SLIDE: each piece runs while the next is encoded
         for cls in (ScanRun, TrendStream):  # pieces of at least one event per partition seen so far
@@ -134,6 +142,7 @@ def test_output_order_by_rank_is_a_sort(rows, perm_seed, n_threads):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", n_threads)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        mp.setattr(_jit, "NUMPY_BELOW", 0)
         order, per_rank = _order_by_rank(rank, pid, key)
     expect = sorted(range(len(rows)), key=lambda i: (rank[pid[i]], key[i], i))
     got = order.tolist()
@@ -142,9 +151,79 @@ def test_output_order_by_rank_is_a_sort(rows, perm_seed, n_threads):
     assert [(rank[pid[i]], key[i]) for i in got] == [(rank[pid[i]], key[i]) for i in expect]
 
 
+@settings(max_examples=examples(200), deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6)), max_size=40), cuts=st.lists(st.integers(0, 40)),
+       perm_seed=st.integers(0, 2**32 - 1), n_threads=st.sampled_from(["1", "2", "3"]), n_float=st.integers(0, 2))
+def test_cells_moved_from_chunks_by_rank_are_sorted(rows, cuts, perm_seed, n_threads, n_float):
+    """Cells in chunks moved straight to their output place (cepvec.runtime.output._scatter_by_rank:
+    counting sort by the rank of the partition, row ranges across chunks, one per thread): each row's
+    key and values land in (rank, key) order, stably; None when a partition's keys do not rise."""
+    from cepvec.runtime.output import _scatter_by_rank
+
+    pid = np.array([p for p, _ in rows], np.int64)
+    key = np.array([k for _, k in rows], np.int64)
+    vi = np.stack([np.arange(len(rows)), 10 * key], axis=1).astype(np.int64).reshape(len(rows), 2)
+    vf = (np.arange(len(rows) * n_float, dtype=np.float64) / 4).reshape(len(rows), n_float)
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    chunks = [(pid[a:b], key[a:b], vi[a:b], vf[a:b]) for a, b in zip(bounds, bounds[1:])] or [(pid, key, vi, vf)]
+    rank = np.random.default_rng(perm_seed).permutation(6).astype(np.int64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CEPVEC_NUM_THREADS", n_threads)
+        mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        got = _scatter_by_rank(rank, chunks)
+    rising = all(len(set(key[pid == p])) == int(np.sum(pid == p)) and
+                 (np.diff(key[pid == p]) > 0).all() for p in range(6))
+    if not rising:
+        assert got is None
+        return
+    expect = sorted(range(len(rows)), key=lambda i: (rank[pid[i]], key[i], i))
+    out_key, out_vi, out_vf, per_rank = got
+    assert per_rank.tolist() == np.bincount(rank[pid], minlength=6).tolist()
+    assert out_key.tolist() == key[expect].tolist()
+    assert out_vi.T.tolist() == vi[expect].tolist()
+    assert out_vf.shape == (n_float, len(rows)) and out_vf.T.tolist() == vf[expect].tolist()
+
+
 def test_a_background_job_may_start_another():
     """A pipeline stage that itself hands work to the background thread (the linear path codes the
     type column there while the partition ids are taken) runs it at once instead of waiting forever
     on the one worker it occupies."""
     inner = threads.in_background(lambda: threads.in_background(lambda: 7).result(timeout=5))
     assert inner.result(timeout=10) == 7
+
+
+def test_the_pool_is_the_background_jobs_while_it_is_pending(monkeypatch):
+    """While a pipeline stage runs in the background, ``map_threads`` on the calling thread runs
+    inline (a job queued in the pool behind the stage's kernel calls would wait for them); the
+    stage's own ``map_threads`` takes the pool, and the caller's does again once the stage is done."""
+    import threading
+
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
+    names = lambda: threads.map_threads(lambda _: threading.current_thread().name, [1, 2])  # noqa: E731
+    gate = threading.Event()
+    job = threads.in_background(lambda: (gate.wait(10), names())[1])
+    during = names()
+    gate.set()
+    inside = job.result(timeout=10)
+    after = names()
+    assert during == [threading.current_thread().name] * 2
+    assert all(n.startswith("cepvec_") for n in inside)
+    assert all(n.startswith("cepvec_") for n in after)
+
+
+def test_a_carry_not_the_kernels_is_an_internal_error(monkeypatch):
+    """The trend path takes a piece's carry before its kernel call runs, from the first window the call
+    leaves open (TrendStream._events_of); a kernel that left another one open stops the run."""
+    orig = TrendStream._events_of
+
+    def off_by_one(self, new, limit, n_parts):
+        ev = orig(self, new, limit, n_parts)
+        if ev is not None and "__next_k" in ev:
+            ev["__next_k"] += 1
+        return ev
+
+    monkeypatch.setattr(TrendStream, "_events_of", off_by_one)
+    q = cepvec.compile("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 6 SLIDE 3")
+    with pytest.raises(RuntimeError, match="internal error: the kernel left window .* the carry was taken for"):
+        run_engine(q, prepare(q, _events(1, 200, 3)), "greta", batches=[50, 100, 150])
+

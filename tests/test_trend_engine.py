@@ -323,7 +323,7 @@ def test_a_buffer_bound_of_the_kernel_is_an_internal_error_not_a_wrong_number():
     q = cepvec.compile("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 4 SLIDE 2")
     run = TrendRun(q, df.schema, w=4, s=2)
     run.stream.parts.ids(df.select("id"))
-    with pytest.raises(RuntimeError, match=r"internal error.*\(12 rows\) for partition.*'id': 8.*engine='reference'"):
+    with pytest.raises(RuntimeError, match=r"internal error.*\(12 rows\), for partition.*'id': 8.*engine='reference'"):
         run.stream._raise(np.array([K.ERR_INTERNAL, 1, 12], np.int64))
 
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from cepvec.errors import CepvecOverflowError
 from cepvec.kernels import _jit
-from cepvec.kernels.linear import rank_histogram, rank_place
+from cepvec.kernels.linear import rank_histogram, rank_place, rank_scatter
 from cepvec.plan.ir import Query
 from cepvec.runtime import threads
 from cepvec.runtime.order_keys import order_values
@@ -37,13 +37,12 @@ def overflow_error(q: Query, where: str) -> CepvecOverflowError:
         "numeric='float64' for approximate results")
 
 
-def internal_error(q: Query, what: str, rows: int, partition: str) -> RuntimeError:
-    """The error of a kernel buffer, sized before its loop, found too small (``what``: which buffer)
-    by the kernel's own check: a bug, raised rather than a wrong number."""
+def internal_error(q: Query, problem: str, partition: str) -> RuntimeError:
+    """The error of a kernel's own check finding ``problem`` (e.g. a buffer sized before its loop
+    found too small): a bug, raised rather than a wrong number."""
     return RuntimeError(
-        f"cepvec internal error: {what}, sized before its loop, was too small ({rows:,} rows) for "
-        f"partition {partition} of query {' '.join(q.text.split())!r}; please report it with the input's "
-        "shape. engine='reference' runs the query meanwhile")
+        f"cepvec internal error: {problem}, for partition {partition} of query {' '.join(q.text.split())!r}; "
+        "please report it with the input's shape. engine='reference' runs the query meanwhile")
 
 
 def select_weights(df: pl.DataFrame, exprs: list, q: Query) -> pl.DataFrame:
@@ -87,8 +86,8 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
     whose columns come from it (None: all from the first stream, which always
     gives the count ``__v0`` and the rows).
     """
-    if len(runs) == 1 and getattr(runs[0], "groups_are_partitions", False) and hasattr(runs[0], "outputs"):
-        return _output_frame_by_partition(q, prep, plan, runs[0], numeric)
+    if len(runs) == 1 and list(q.partition_by) == list(q.group_by) and hasattr(runs[0], "cell_chunks"):
+        return chunks_in_rank_order(q, prep, plan, numeric, runs[0].group_frame(), *runs[0].cell_chunks())
     cells = runs[0].result_cells()
     for run, comps in zip(runs[1:], (answers or [])[1:]):
         other = run.result_cells()
@@ -222,17 +221,82 @@ def sums_overflow(cells: pl.DataFrame, by: list, int_cols: list) -> bool:
         return any(s[c].abs().max() >= _I64_FLOAT_LIMIT for c in int_cols)
 
 
-def _output_frame_by_partition(q: Query, prep: Prepared, plan, run, numeric: str) -> pl.DataFrame:
-    """The result of the linear path's cells (its ``outputs``: partition, key and a row of values per
-    cell) when every partition is its own group: no sums across partitions (:func:`in_rank_order`)."""
-    chunks = run.outputs
-    ncol = len(plan.out_rows)
-    if chunks:
-        pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(3))
-    else:
-        pid, key, val = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncol), run.dtype)
-    return in_rank_order(q, prep, plan, numeric, run.group_frame(), pid, key,
-                          {f"__v{j}": np.ascontiguousarray(val[:, j]) for j in range(ncol)})
+def _ranges_of_chunks(lengths: list[int], k: int) -> list[list[tuple[int, int, int]]]:
+    """The rows of chunks of ``lengths`` (in order, as if concatenated) cut in ``k`` ranges of about
+    equal size: per range its pieces ``(chunk, lo, hi)``."""
+    cuts = np.linspace(0, sum(lengths), k + 1).astype(np.int64)
+    ranges: list[list[tuple[int, int, int]]] = [[] for _ in range(k)]
+    start = 0
+    for ci, m in enumerate(lengths):
+        for j in range(k):
+            a, b = max(start, int(cuts[j])), min(start + m, int(cuts[j + 1]))
+            if b > a:
+                ranges[j].append((ci, a - start, b - start))
+        start += m
+    return ranges
+
+
+def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | None:
+    """The cells of ``chunks`` (``(pid, key, vi, vf)``: per row a partition, a key and two blocks
+    of values) moved into the order of (rank of the partition, key) by a stable counting sort, the
+    rows cut in one range per thread: ``(key, vi_columns, vf_columns, rows per rank)`` (the value
+    blocks transposed: one contiguous row per column), or None when a partition's keys do not rise."""
+    lengths = [len(c[0]) for c in chunks]
+    n, n_ranks = sum(lengths), len(rank_of_pid)
+    k = max(1, min(threads.n_threads(), n // threads.MIN_EVENTS_PER_THREAD))
+    ranges = _ranges_of_chunks(lengths, k)
+    counts = np.zeros((k, n_ranks), np.int64)
+    first = np.full((k, n_ranks), np.iinfo(np.int64).max)
+    last = np.full((k, n_ranks), np.iinfo(np.int64).min)
+
+    def histogram(j):
+        oks = [rank_histogram(rank_of_pid, chunks[ci][0], chunks[ci][1], a, b, counts[j], first[j], last[j])
+               for ci, a, b in ranges[j]]
+        return all(oks)
+
+    oks = threads.map_threads(histogram, range(k))
+    # across ranges: a partition's first key in a range above its last key in every earlier range
+    if not (all(oks) and all((first[j] > last[:j].max(axis=0)).all() for j in range(1, k))):
+        return None
+    flat = counts.T.reshape(-1)
+    pos = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(n_ranks, k).T)
+    vi0, vf0 = chunks[0][2], chunks[0][3]
+    out_key = np.empty(n, np.int64)
+    out_vi, out_vf = np.empty((vi0.shape[1], n), vi0.dtype), np.empty((vf0.shape[1], n), vf0.dtype)
+
+    def place(j):
+        for ci, a, b in ranges[j]:
+            pid, key, vi, vf = chunks[ci]
+            rank_scatter(rank_of_pid, pid, key, a, b, vi, vf, pos[j], out_key, out_vi, out_vf)
+
+    threads.map_threads(place, range(k))
+    return out_key, out_vi, out_vf, counts.sum(axis=0)
+
+
+def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, chunks: list[tuple],
+                         names_i: list[str], names_f: list[str]) -> pl.DataFrame:
+    """:func:`in_rank_order` of cells a kernel wrote in chunks, every partition its own group:
+    ``chunks`` of ``(pid, key, vi, vf)`` (C-contiguous; ``vi`` and ``vf`` rows of values named
+    ``names_i`` and ``names_f``). The cells are moved straight from the chunks to their place in
+    the output (no concatenation, no gather), in threads; when a partition's keys do not rise, or
+    for few cells, they are concatenated for :func:`in_rank_order`."""
+    n = sum(len(c[0]) for c in chunks)
+    if not n:
+        return in_rank_order(q, prep, plan, numeric, gf, np.zeros(0, np.int64), np.zeros(0, np.int64), {})
+    if n >= _jit.NUMPY_BELOW:
+        rank_of_pid, ranked = _rank_of_pid(q, gf) if q.group_by else (np.zeros(max(len(gf), 1), np.int64), None)
+        done = _scatter_by_rank(rank_of_pid, chunks)
+        if done is not None:
+            key, vi, vf, per_rank = done
+            vals = {c: pl.Series(c, vi[j]) for j, c in enumerate(names_i)}
+            vals.update({c: pl.Series(c, vf[j]) for j, c in enumerate(names_f)})
+            groups = dict(zip(q.group_by, threads.map_threads(lambda g: _repeat_ranked(ranked, g, per_rank),
+                                                              q.group_by)))
+            return assemble_output(q, prep, plan, numeric, groups, key, vals)
+    pid, key, vi, vf = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+    columns = {c: np.ascontiguousarray(vi[:, j]) for j, c in enumerate(names_i)}
+    columns.update({c: np.ascontiguousarray(vf[:, j]) for j, c in enumerate(names_f)})
+    return in_rank_order(q, prep, plan, numeric, gf, pid, key, columns)
 
 
 def assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict,

@@ -21,6 +21,7 @@ _BACKGROUND: ThreadPoolExecutor | None = None
 _LOCAL = threading.local()  # .worker: this thread is one of the pool's (nested map_threads runs inline)
 _LOCK = threading.Lock()
 _PENDING = 0  # in_pool pieces submitted and not finished (map_threads runs inline meanwhile)
+_BACKGROUND_PENDING = 0  # in_background jobs not finished (the pool is theirs: other threads run inline)
 
 
 def _mark_worker() -> None:
@@ -63,7 +64,18 @@ def in_background(fn) -> Future:
     if _BACKGROUND is None:
         _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cepvec-pipeline",
                                          initializer=_mark_background)
-    return _BACKGROUND.submit(fn)
+    global _BACKGROUND_PENDING
+    with _LOCK:
+        _BACKGROUND_PENDING += 1
+    fut = _BACKGROUND.submit(fn)
+    fut.add_done_callback(_background_done)
+    return fut
+
+
+def _background_done(_fut: Future) -> None:
+    global _BACKGROUND_PENDING
+    with _LOCK:
+        _BACKGROUND_PENDING -= 1
 
 
 def in_pool(fn, *args) -> Future:
@@ -86,11 +98,13 @@ def _one_done(_fut: Future) -> None:
 
 def map_threads(fn, items, events: int | None = None) -> list:
     """``[fn(x) for x in items]``, in threads when there are several items (results in order);
-    on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``
-    or when called from a pool thread or while ``in_pool`` pieces are pending (the pool is busy)."""
+    on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``,
+    when called from a pool thread, while ``in_pool`` pieces are pending, or outside the background
+    thread while a background job is pending (the pool is busy: the caller prepares the next piece
+    of a pipeline on its own thread while the piece before runs in the pool)."""
     items = list(items)
     k = min(len(items), n_threads()) if events is None or events >= MIN_EVENTS_PER_THREAD else 1
-    if getattr(_LOCAL, "worker", False) or _PENDING:
+    if getattr(_LOCAL, "worker", False) or _PENDING or (_BACKGROUND_PENDING and not getattr(_LOCAL, "background", False)):
         k = 1
     if k <= 1:
         return [fn(x) for x in items]

@@ -217,6 +217,24 @@ def rank_place(rank_of_pid, pid, lo, hi, pos, order):
 
 
 @jit
+def rank_scatter(rank_of_pid, pid, key, lo, hi, vi, vf, pos, out_key, out_vi, out_vf):
+    """Stable counting sort, second pass, moving the cells themselves: row ``i`` of ``[lo, hi)`` goes
+    to ``j = pos[rank]`` (``pos`` advanced in place): ``out_key[j] = key[i]`` and the row's values
+    ``vi[i, :]`` / ``vf[i, :]`` to column ``j`` of ``out_vi`` / ``out_vf`` (one contiguous row per
+    value column)."""
+    ni, nf = vi.shape[1], vf.shape[1]
+    for i in range(lo, hi):
+        r = rank_of_pid[pid[i]]
+        j = pos[r]
+        pos[r] = j + 1
+        out_key[j] = key[i]
+        for c in range(ni):
+            out_vi[c, j] = vi[i, c]
+        for c in range(nf):
+            out_vf[c, j] = vf[i, c]
+
+
+@jit
 def carry_index(seg_lo, seg_hi, seg_pid, ev_time, mode, limit, w, s, next_k):
     """Events a later batch still needs: per segment a suffix (time-sorted segments).
 

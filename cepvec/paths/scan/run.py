@@ -483,7 +483,8 @@ class ScanRun:
                 n_ev = n_ev * reach  # floats: n_ev * w may leave int64
         for err in map_threads(run, split_ranges(n_ev, threads.MIN_EVENTS_PER_THREAD // 16)):
             if err[0] == K.ERR_INTERNAL:
-                raise internal_error(q, "the value rows of the scan kernel", int(err[2]), parts.describe(int(err[1])))
+                raise internal_error(q, f"the value rows of the scan kernel, sized before its loop, were too few "
+                                     f"({int(err[2]):,} rows)", parts.describe(int(err[1])))
             if err[0]:
                 raise overflow_error(q, parts.locate(int(err[1]), int(err[2])))
         # cells: (partition, key) -> values

@@ -107,9 +107,6 @@ def keyed_transitions(q, plan: TrendPlan, schema: dict) -> list[tuple[int, pl.Ex
 class TrendStream:
     """Incremental evaluation of one query on the trend path."""
 
-    # build_output_frame: take the generic path (result_cells + group_frame), which sums the cells
-    # of the partitions of each group
-    groups_are_partitions = False
     CHUNK = 1 << 18  # events per kernel call in SLIDE mode (bounds the carried arrays)
     #: SLIDE: a piece holds at least this many events per partition seen so far (a kernel call costs
     #: about a microsecond per partition it visits: many small groups cut in pieces of ``CHUNK``
@@ -270,9 +267,9 @@ class TrendStream:
         """Run a batch (``final``: the last one, nothing held back).
 
         SLIDE: a large batch is cut into pieces; while one piece runs in the background
-        (``threads.in_background``), the next is encoded. A piece's length depends on the carry
-        left by the piece before the one running and on the partitions seen so far (both known
-        on this thread, so the cuts do not depend on timing).
+        (``threads.in_background``), the next is encoded and its events (with the carry) put in
+        partition order (:meth:`_events_of`). A piece's length depends on the carry and on the
+        partitions seen so far (both known on this thread, so the cuts do not depend on timing).
         """
         n = len(df)
         if self.mode != K.MODE_SLIDE or n <= self.CHUNK:
@@ -280,26 +277,25 @@ class TrendStream:
             if cut is not None:  # (MODE_NONE: the last call keeps no state rows per key)
                 self._process(cut[0], _BIG if final and self.mode == K.MODE_NONE else cut[1])
             return
-        pending, carry_len, a = None, self._carry_len(), 0
+        pending, a = None, 0
         try:
             while a < n:
                 per_part = min(self.EVENTS_PER_PARTITION * len(self.parts), self.MAX_CHUNK)
-                b = min(n, a + max(self.CHUNK, 2 * carry_len, per_part))
+                b = min(n, a + max(self.CHUNK, 2 * self._carry_len(), per_part))
                 cut = self._cut(df[a:b], times[a:b], final and b == n)
                 a = b
                 if cut is None:
                     continue
                 new, n_parts = self._encode_new(cut[0]), len(self.parts)
+                ev = self._events_of(new, cut[1], n_parts)
                 if pending is not None:
                     pending, done = None, pending
                     done.result()
-                    carry_len = self._carry_len()
-                job = (lambda new=new, tmax=cut[1], n_parts=n_parts: self._run(new, tmax, n_parts))
+                job = (lambda ev=ev, tmax=cut[1], n_parts=n_parts: self._run(ev, tmax, n_parts))
                 if threads.n_threads() > 1:
                     pending = threads.in_background(job)
                 else:
                     job()
-                    carry_len = self._carry_len()
         finally:
             if pending is not None:
                 pending.result()
@@ -339,7 +335,9 @@ class TrendStream:
             self.outputs.append((st["pid"][fin][nz], np.zeros(int(nz.sum()), np.int64), vi[nz], st["vf"][fin][nz]))
 
     def _process(self, df: pl.DataFrame | None, limit: int) -> None:
-        self._run(self._encode_new(df), limit, len(self.parts))
+        new = self._encode_new(df)
+        n_parts = len(self.parts)
+        self._run(self._events_of(new, limit, n_parts), limit, n_parts)
 
     def _encode_new(self, df: pl.DataFrame | None) -> dict | None:
         """The encoded events of ``df`` with their partition ids (None: no event of the pattern)."""
@@ -355,21 +353,40 @@ class TrendStream:
         enc["__keep"] = np.flatnonzero(keep)
         return enc
 
-    def _run(self, new: dict | None, limit: int, n_parts: int) -> None:
-        """Run the carried events and ``new`` (ids below ``n_parts``) up to ``limit``."""
+    def _events_of(self, new: dict | None, limit: int, n_parts: int) -> dict | None:
+        """The events of the next kernel call up to ``limit``: the carried events, then ``new``
+        (ids below ``n_parts``), in partition order (None: no event); and, SLIDE, the carry of
+        the call after it, taken from them here (on the caller's thread, while the call before
+        runs: no wait for the kernel).
+
+        The carry is the events at or after ``next_k * s``, ``next_k`` the first window the call
+        leaves open: ``max(0, (limit - w) // s + 1)`` for every partition of the call (its events'
+        times are at most ``limit``, so no window closes later). :meth:`_run` checks the kernel's
+        ``next_k`` against it."""
+        parts = [p for p in (self.carry, new) if p is not None and len(p["t"])]
+        if self.mode == K.MODE_SLIDE and limit >= _BIG:
+            self.carry = None
+        if not parts:
+            return None
+        ev = _gather_events(parts, n_parts)
+        if self.mode == K.MODE_SLIDE and limit < _BIG:
+            ev["__next_k"] = max(0, (limit - self.w) // self.s + 1)
+            keep = np.nonzero(ev["t"] >= ev["__next_k"] * self.s)[0]
+            self.carry = _map_distinct(lambda k: np.take(ev[k], keep, axis=0), {k: ev[k] for k in _EVENT_KEYS},
+                                       len(keep))
+        return ev
+
+    def _run(self, ev: dict | None, limit: int, n_parts: int) -> None:
+        """Run the events ``ev`` (:meth:`_events_of`; ids below ``n_parts``) up to ``limit``."""
         plan = self.plan
         if len(self.next_k) < n_parts:
             nk = np.zeros(n_parts, np.int64)
             nk[: len(self.next_k)] = self.next_k
             self.next_k = nk
-        parts = [p for p in (self.carry, new) if p is not None and len(p["t"])]
-        if not parts:
-            if self.mode == K.MODE_SLIDE and limit >= _BIG:
-                self.carry = None
+        if ev is None:
             return
-        ev = _gather_events(parts, n_parts)
-        order = ev.pop("__order")
-        seg_all = ev.pop("__seg")
+        order = ev["__order"]
+        seg_all = ev["__seg"]
         counts = np.diff(seg_all)
         seg_pids = np.nonzero(counts)[0].astype(np.int64)
         seg_ptr = np.append(seg_all[seg_pids], len(order)).astype(np.int64)
@@ -410,11 +427,10 @@ class TrendStream:
                       for j, k in enumerate(("pid", "tr", "key", "vi", "vf"))}
             o = K.partition_order(merged["pid"], max(n_parts, 1))[0]  # stable: a counting sort
             self.state = {k: np.ascontiguousarray(v[o]) for k, v in merged.items()}
-        elif limit >= _BIG:
-            self.carry = None
-        else:
-            keep = np.nonzero(ev["t"] >= self.next_k[ev["pid"]] * self.s)[0]
-            self.carry = _map_distinct(lambda k: np.take(ev[k], keep, axis=0), ev, len(keep))
+        elif "__next_k" in ev and (self.next_k[seg_pids] != ev["__next_k"]).any():
+            p = int(seg_pids[np.flatnonzero(self.next_k[seg_pids] != ev["__next_k"])[0]])
+            raise internal_error(self.q, f"the kernel left window {int(self.next_k[p])} open, not the first open "
+                                 f"window {int(ev['__next_k'])} the carry was taken for", self.parts.describe(p))
 
     def _raise(self, err: np.ndarray) -> None:
         if err[0] == K.ERR_MEMORY:
@@ -424,12 +440,20 @@ class TrendStream:
                 f"kept once per open window ({self.W - 1} windows of WITHIN/SLIDE) and a window holds too many "
                 "events; use a coarser SLIDE or a shorter WITHIN")
         if err[0] == K.ERR_INTERNAL:
-            raise internal_error(self.q, "a buffer of the trend kernel", int(err[2]), self.parts.describe(int(err[1])))
+            raise internal_error(self.q, f"a buffer of the trend kernel, sized before its loop, was too small "
+                                 f"({int(err[2]):,} rows)", self.parts.describe(int(err[1])))
         raise overflow_error(self.q, self.parts.locate(int(err[1]), int(err[2])))
 
     # -------------------------------------------------------------- results
     def group_frame(self) -> pl.DataFrame:
         return self.parts.group_frame()
+
+    def cell_chunks(self) -> tuple[list[tuple], list[str], list[str]]:
+        """The cells as the kernel wrote them: chunks of ``(pid, key, vi, vf)`` and the names of the
+        columns of ``vi`` (the count, then the exact components) and ``vf`` (float sums)
+        (``runtime/output.py::chunks_in_rank_order``)."""
+        return ([tuple(o) for o in self.outputs], ["__v0"] + [f"__v{1 + j}" for j in self.main_comps],
+                [f"__v{1 + j}" for j in self.float_comps])
 
     def result_cells(self) -> pl.DataFrame:
         """One row per (partition, key) with the count as ``__v0`` and component j as ``__v{1+j}``."""

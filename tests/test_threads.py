@@ -26,6 +26,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 QUERIES = [
     ("aseq", "RETURN id, COUNT(*), SUM(B.x) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 6 SLIDE 2"),
     ("aseq", "RETURN id, COUNT(*) PATTERN SEQ(A, NOT D, B) WHERE [id] GROUP-BY id WITHIN 5 EMIT CHANGES"),
+    # three streams (exact counts, float sums, MIN / MAX order keys) whose cells are put side by side
+    ("aseq", "RETURN id, COUNT(*), MIN(a.x), SUM(b.y) PATTERN SEQ(A a, B b, C c) WHERE [id] GROUP-BY id "
+             "WITHIN 6 SLIDE 2"),
     ("greta", "RETURN id, COUNT(*), MAX(A.x) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 8"),
     ("greta", "RETURN id, COUNT(*) PATTERN SEQ(A+, B) WHERE [id] AND A.x > NEXT(A).x GROUP-BY id "
               "WITHIN 6 SLIDE 3"),

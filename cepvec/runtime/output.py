@@ -86,8 +86,11 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
     whose columns come from it (None: all from the first stream, which always
     gives the count ``__v0`` and the rows).
     """
-    if len(runs) == 1 and list(q.partition_by) == list(q.group_by) and hasattr(runs[0], "cell_chunks"):
-        return chunks_in_rank_order(q, prep, plan, numeric, runs[0].group_frame(), *runs[0].cell_chunks())
+    if list(q.partition_by) == list(q.group_by) and all(hasattr(r, "cell_chunks") for r in runs):
+        out = chunks_in_rank_order(q, prep, plan, numeric, runs[0].group_frame(), [r.cell_chunks() for r in runs],
+                                   answers)
+        if out is not None:
+            return out
     cells = runs[0].result_cells()
     for run, comps in zip(runs[1:], (answers or [])[1:]):
         other = run.result_cells()
@@ -273,30 +276,35 @@ def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | No
     return out_key, out_vi, out_vf, counts.sum(axis=0)
 
 
-def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, chunks: list[tuple],
-                         names_i: list[str], names_f: list[str]) -> pl.DataFrame:
-    """:func:`in_rank_order` of cells a kernel wrote in chunks, every partition its own group:
-    ``chunks`` of ``(pid, key, vi, vf)`` (C-contiguous; ``vi`` and ``vf`` rows of values named
-    ``names_i`` and ``names_f``). The cells are moved straight from the chunks to their place in
-    the output (no concatenation, no gather), in threads; when a partition's keys do not rise, or
-    for few cells, they are concatenated for :func:`in_rank_order`."""
-    n = sum(len(c[0]) for c in chunks)
-    if not n:
-        return in_rank_order(q, prep, plan, numeric, gf, np.zeros(0, np.int64), np.zeros(0, np.int64), {})
-    if n >= _jit.NUMPY_BELOW:
-        rank_of_pid, ranked = _rank_of_pid(q, gf) if q.group_by else (np.zeros(max(len(gf), 1), np.int64), None)
+def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, streams: list[tuple],
+                         answers: list | None = None) -> pl.DataFrame | None:
+    """:func:`in_rank_order` of cells kernels wrote in chunks, every partition its own group, without
+    concatenating or gathering them: each stream's chunks are moved straight to their output places,
+    in threads (:func:`_scatter_by_rank`). ``streams``: per stream of the query ``(chunks, names_i,
+    names_f)`` (``chunks`` of C-contiguous ``(pid, key, vi, vf)``, the columns of ``vi`` and ``vf``
+    named ``names_i`` and ``names_f``); ``answers``: as for :func:`build_output_frame`.
+
+    None (the caller joins and sorts :meth:`result_cells` instead) for few cells, when a partition's
+    keys do not rise, or when the streams' cells are not of the same (partition, key)s."""
+    n = sum(len(c[0]) for c in streams[0][0])
+    if n < max(_jit.NUMPY_BELOW, 1):
+        return None
+    rank_of_pid, ranked = _rank_of_pid(q, gf) if q.group_by else (np.zeros(max(len(gf), 1), np.int64), None)
+    vals: dict[str, pl.Series] = {}
+    for i, (chunks, names_i, names_f) in enumerate(streams):
         done = _scatter_by_rank(rank_of_pid, chunks)
-        if done is not None:
-            key, vi, vf, per_rank = done
-            vals = {c: pl.Series(c, vi[j]) for j, c in enumerate(names_i)}
-            vals.update({c: pl.Series(c, vf[j]) for j, c in enumerate(names_f)})
-            groups = dict(zip(q.group_by, threads.map_threads(lambda g: _repeat_ranked(ranked, g, per_rank),
-                                                              q.group_by)))
-            return assemble_output(q, prep, plan, numeric, groups, key, vals)
-    pid, key, vi, vf = (np.concatenate([c[i] for c in chunks]) for i in range(4))
-    columns = {c: np.ascontiguousarray(vi[:, j]) for j, c in enumerate(names_i)}
-    columns.update({c: np.ascontiguousarray(vf[:, j]) for j, c in enumerate(names_f)})
-    return in_rank_order(q, prep, plan, numeric, gf, pid, key, columns)
+        if done is None:
+            return None
+        key, vi, vf, per_rank = done
+        if not i:
+            key0, per_rank0 = key, per_rank
+        elif not (np.array_equal(per_rank, per_rank0) and np.array_equal(key, key0)):
+            return None
+        cols = {**dict(zip(names_i, vi)), **dict(zip(names_f, vf))}
+        want = list(cols) if not i else [f"__v{1 + j}" for j in answers[i]]
+        vals.update({c: pl.Series(c, cols[c]) for c in want})
+    groups = dict(zip(q.group_by, threads.map_threads(lambda g: _repeat_ranked(ranked, g, per_rank0), q.group_by)))
+    return assemble_output(q, prep, plan, numeric, groups, key0, vals)
 
 
 def assemble_output(q: Query, prep: Prepared, plan, numeric: str, group_cols: dict, keyv, vals: dict,

@@ -78,3 +78,51 @@ class ThreadsKeys(Threads):
         ids = pl.format("user-{}", "id")
         self.events = self.events.with_columns(ids.cast(pl.Categorical) if keys == "categorical" else ids)
         cepvec.run(self.query, self.events[:2000])
+
+
+class ThreadsCeiling:
+    """What two threads give on this machine at best: one Numba loop (``nogil``) cut into ``threads``
+    equal pieces, each in a thread of its own, with no shared data and nothing serial. Its ratio of
+    1 thread to 2 threads, measured in the same run as ``Threads``, is the ceiling the speed-ups of
+    ``Threads`` compare with (on a virtual machine, two vCPUs may not give two cores' work)."""
+
+    params = [["compute", "memory"], sorted({1, 2, CORES})]
+    param_names = ["loop", "threads"]
+
+    def setup(self, loop, threads):
+        import numba
+        from concurrent.futures import ThreadPoolExecutor
+
+        @numba.njit(nogil=True)
+        def compute(x, rounds):
+            s = 0.0
+            for r in range(rounds):
+                for i in range(x.shape[0]):
+                    s += x[i] * 1.0000001 + r
+            return s
+
+        @numba.njit(nogil=True)
+        def memory(x, idx):  # random reads of a table far larger than the caches
+            s = 0
+            for i in range(idx.shape[0]):
+                s += x[idx[i]]
+            return s
+
+        rng = np.random.default_rng(0)
+        if loop == "compute":
+            x, rounds = rng.random(4096), 48_000 // threads
+            self.piece = lambda: compute(x, rounds)
+        else:
+            table = np.arange(1 << 25)
+            idx = rng.integers(0, 1 << 25, (1 << 24) // threads)
+            self.piece = lambda: memory(table, idx)
+        self.threads = threads
+        self.pool = ThreadPoolExecutor(threads)
+        self.time_loop(loop, threads)  # compile
+
+    def teardown(self, loop, threads):
+        self.pool.shutdown()
+
+    def time_loop(self, loop, threads):
+        for f in [self.pool.submit(self.piece) for _ in range(self.threads)]:
+            f.result()

@@ -20,8 +20,30 @@ _POOL: ThreadPoolExecutor | None = None
 _BACKGROUND: ThreadPoolExecutor | None = None
 _LOCAL = threading.local()  # .worker: this thread is one of the pool's (nested map_threads runs inline)
 _LOCK = threading.Lock()
-_PENDING = 0  # in_pool pieces submitted and not finished (map_threads runs inline meanwhile)
-_BACKGROUND_PENDING = 0  # in_background jobs not finished (the pool is theirs: other threads run inline)
+
+
+class _Pending:
+    """Jobs submitted to an executor and not finished yet (a job counts itself out before its
+    result is set, so a caller that waited for it sees it gone)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def submit(self, executor: ThreadPoolExecutor, fn, *args) -> Future:
+        def job():
+            try:
+                return fn(*args)
+            finally:
+                with _LOCK:
+                    self.n -= 1
+
+        with _LOCK:
+            self.n += 1
+        return executor.submit(job)
+
+
+_IN_POOL = _Pending()  # in_pool pieces (map_threads runs inline meanwhile)
+_IN_BACKGROUND = _Pending()  # in_background jobs (the pool is theirs: other threads' map_threads run inline)
 
 
 def _mark_worker() -> None:
@@ -64,36 +86,14 @@ def in_background(fn) -> Future:
     if _BACKGROUND is None:
         _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cepvec-pipeline",
                                          initializer=_mark_background)
-    global _BACKGROUND_PENDING
-    with _LOCK:
-        _BACKGROUND_PENDING += 1
-    fut = _BACKGROUND.submit(fn)
-    fut.add_done_callback(_background_done)
-    return fut
-
-
-def _background_done(_fut: Future) -> None:
-    global _BACKGROUND_PENDING
-    with _LOCK:
-        _BACKGROUND_PENDING -= 1
+    return _IN_BACKGROUND.submit(_BACKGROUND, fn)
 
 
 def in_pool(fn, *args) -> Future:
     """``fn(*args)`` in a thread of the pool: independent pieces of work side by side (a
     ``map_threads`` inside ``fn`` runs on that thread, so pool threads never wait on the pool;
     nor does a ``map_threads`` of the caller while such pieces are pending: it runs inline)."""
-    global _PENDING
-    with _LOCK:
-        _PENDING += 1
-    fut = _pool(n_threads()).submit(fn, *args)
-    fut.add_done_callback(_one_done)
-    return fut
-
-
-def _one_done(_fut: Future) -> None:
-    global _PENDING
-    with _LOCK:
-        _PENDING -= 1
+    return _IN_POOL.submit(_pool(n_threads()), fn, *args)
 
 
 def map_threads(fn, items, events: int | None = None) -> list:
@@ -104,7 +104,7 @@ def map_threads(fn, items, events: int | None = None) -> list:
     of a pipeline on its own thread while the piece before runs in the pool)."""
     items = list(items)
     k = min(len(items), n_threads()) if events is None or events >= MIN_EVENTS_PER_THREAD else 1
-    if getattr(_LOCAL, "worker", False) or _PENDING or (_BACKGROUND_PENDING and not getattr(_LOCAL, "background", False)):
+    if getattr(_LOCAL, "worker", False) or _IN_POOL.n or (_IN_BACKGROUND.n and not getattr(_LOCAL, "background", False)):
         k = 1
     if k <= 1:
         return [fn(x) for x in items]

@@ -127,29 +127,18 @@ def _rank_of_pid(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame]:
 
 def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row order by (rank of the partition, key), and the rows of each rank: a stable counting
-    sort when every partition's keys arrive rising (the rows cut in one range per thread:
-    histograms, then placement), else a full sort."""
+    sort when every partition's keys arrive rising (:func:`_rank_positions`; each range of rows
+    places its rows in a thread), else a full sort."""
     n, n_ranks = len(pid), len(rank_of_pid)
     if n < _jit.NUMPY_BELOW:  # few rows: a NumPy sort
         return np.lexsort((key, rank_of_pid[pid])), np.bincount(rank_of_pid[pid], minlength=n_ranks)
-    k = max(1, min(threads.n_threads(), n // threads.MIN_EVENTS_PER_THREAD))
-    cuts = np.linspace(0, n, k + 1).astype(np.int64)
-    jobs = [(int(a), int(b), j) for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
-    counts = np.zeros((k, n_ranks), np.int64)
-    first = np.full((k, n_ranks), np.iinfo(np.int64).max)
-    last = np.full((k, n_ranks), np.iinfo(np.int64).min)
-    oks = threads.map_threads(
-        lambda r: rank_histogram(rank_of_pid, pid, key, r[0], r[1], counts[r[2]], first[r[2]], last[r[2]]), jobs)
-    per_rank = counts.sum(axis=0)
-    # across ranges: a partition's first key in a range above its last key in every earlier range
-    rising = all(oks) and all((first[j] > last[:j].max(axis=0)).all() for j in range(1, k))
-    if not rising:
-        return np.lexsort((key, rank_of_pid[pid])), per_rank
-    # range j's rows of rank r go after every row of a lower rank and after ranges < j of rank r
-    flat = counts.T.reshape(-1)
-    pos = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(n_ranks, k).T)
+    done = _rank_positions(rank_of_pid, [(pid, key)])
+    if done is None:
+        return np.lexsort((key, rank_of_pid[pid])), np.bincount(rank_of_pid[pid], minlength=n_ranks)
+    ranges, pos, per_rank = done
     order = np.empty(n, np.int64)
-    threads.map_threads(lambda r: rank_place(rank_of_pid, pid, r[0], r[1], pos[r[2]], order), jobs)
+    threads.map_threads(lambda j: [rank_place(rank_of_pid, pid, a, b, pos[j], order) for _, a, b in ranges[j]],
+                        range(len(ranges)))
     return order, per_rank
 
 
@@ -239,11 +228,12 @@ def _ranges_of_chunks(lengths: list[int], k: int) -> list[list[tuple[int, int, i
     return ranges
 
 
-def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | None:
-    """The cells of ``chunks`` (``(pid, key, vi, vf)``: per row a partition, a key and two blocks
-    of values) moved into the order of (rank of the partition, key) by a stable counting sort, the
-    rows cut in one range per thread: ``(key, vi_columns, vf_columns, rows per rank)`` (the value
-    blocks transposed: one contiguous row per column), or None when a partition's keys do not rise."""
+def _rank_positions(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | None:
+    """The first pass of a stable counting sort of the rows of ``chunks`` (``(pid, key, ...)``, in
+    order as if concatenated) by (rank of the partition, key): the rows cut in one range per thread
+    (:func:`_ranges_of_chunks`), each counts its rows per rank and checks that every partition's keys
+    rise. Returns ``(ranges, pos, rows per rank)``, ``pos[j]`` the output offset of range ``j``'s
+    first row of each rank; None when a partition's keys do not rise (within or across ranges)."""
     lengths = [len(c[0]) for c in chunks]
     n, n_ranks = sum(lengths), len(rank_of_pid)
     k = max(1, min(threads.n_threads(), n // threads.MIN_EVENTS_PER_THREAD))
@@ -261,8 +251,22 @@ def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | No
     # across ranges: a partition's first key in a range above its last key in every earlier range
     if not (all(oks) and all((first[j] > last[:j].max(axis=0)).all() for j in range(1, k))):
         return None
+    # range j's rows of rank r go after every row of a lower rank and after ranges < j of rank r
     flat = counts.T.reshape(-1)
     pos = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(n_ranks, k).T)
+    return ranges, pos, counts.sum(axis=0)
+
+
+def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | None:
+    """The cells of ``chunks`` (``(pid, key, vi, vf)``: per row a partition, a key and two blocks
+    of values) moved into the order of (rank of the partition, key), each range of rows of
+    :func:`_rank_positions` in a thread: ``(key, vi_columns, vf_columns, rows per rank)`` (the value
+    blocks transposed: one contiguous row per column), or None when a partition's keys do not rise."""
+    done = _rank_positions(rank_of_pid, chunks)
+    if done is None:
+        return None
+    ranges, pos, per_rank = done
+    n = int(per_rank.sum())
     vi0, vf0 = chunks[0][2], chunks[0][3]
     out_key = np.empty(n, np.int64)
     out_vi, out_vf = np.empty((vi0.shape[1], n), vi0.dtype), np.empty((vf0.shape[1], n), vf0.dtype)
@@ -272,8 +276,8 @@ def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | No
             pid, key, vi, vf = chunks[ci]
             rank_scatter(rank_of_pid, pid, key, a, b, vi, vf, pos[j], out_key, out_vi, out_vf)
 
-    threads.map_threads(place, range(k))
-    return out_key, out_vi, out_vf, counts.sum(axis=0)
+    threads.map_threads(place, range(len(ranges)))
+    return out_key, out_vi, out_vf, per_rank
 
 
 def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, streams: list[tuple],

@@ -116,9 +116,11 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
     return assemble_output(q, prep, plan, numeric, group_cols, keyv, vals)
 
 
-def _rank_of_pid(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame]:
+def _rank_of_pid(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame | None]:
     """Position of every partition id in the output order of its group values (nulls last), and
-    ``gf`` in that order."""
+    ``gf`` in that order (without GROUP-BY: one partition, rank 0, and None)."""
+    if not q.group_by:
+        return np.zeros(max(len(gf), 1), np.int64), None
     ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
     rank_of_pid = np.empty(len(gf), np.int64)
     rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
@@ -170,10 +172,7 @@ def in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame
     finished = finished or {}
     if not len(pid):
         return assemble_output(q, prep, plan, numeric, {}, key, {}, minmax_ok=bool(finished))
-    if q.group_by:
-        rank_of_pid, ranked = _rank_of_pid(q, gf)
-    else:  # one partition
-        rank_of_pid, ranked = np.zeros(max(len(gf), 1), np.int64), None
+    rank_of_pid, ranked = _rank_of_pid(q, gf)
     order, per_rank = _order_by_rank(rank_of_pid, pid, key)
 
     def take(x):
@@ -293,7 +292,7 @@ def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.Da
     n = sum(len(c[0]) for c in streams[0][0])
     if n < max(_jit.NUMPY_BELOW, 1):
         return None
-    rank_of_pid, ranked = _rank_of_pid(q, gf) if q.group_by else (np.zeros(max(len(gf), 1), np.int64), None)
+    rank_of_pid, ranked = _rank_of_pid(q, gf)
     vals: dict[str, pl.Series] = {}
     for i, (chunks, names_i, names_f) in enumerate(streams):
         done = _scatter_by_rank(rank_of_pid, chunks)

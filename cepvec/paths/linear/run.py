@@ -483,9 +483,7 @@ class LinearStream(Partitions):
     def cell_chunks(self) -> tuple[list[tuple], list[str], list[str]]:
         """The cells as the kernel wrote them: chunks of ``(pid, key, values, no float values)`` and
         the names of the value columns (``runtime/output.py::chunks_in_rank_order``)."""
-        empty = np.zeros((0, 0), np.float64)
-        chunks = [(pid, key, val, np.zeros((len(pid), 0), np.float64) if len(pid) else empty)
-                  for pid, key, val in self.outputs]
+        chunks = [(pid, key, val, np.zeros((len(pid), 0), np.float64)) for pid, key, val in self.outputs]
         return chunks, [f"__v{j}" for j in range(len(self.plan.out_rows))], []
 
     def result_cells(self) -> pl.DataFrame:

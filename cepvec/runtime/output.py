@@ -241,6 +241,9 @@ def _rank_positions(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | Non
     first = np.full((k, n_ranks), np.iinfo(np.int64).max)
     last = np.full((k, n_ranks), np.iinfo(np.int64).min)
 
+    rank_of_pid = _jit.readonly(rank_of_pid)
+    chunks = [(_jit.readonly(c[0]), _jit.readonly(c[1]), *c[2:]) for c in chunks]
+
     def histogram(j):
         oks = [rank_histogram(rank_of_pid, chunks[ci][0], chunks[ci][1], a, b, counts[j], first[j], last[j])
                for ci, a, b in ranges[j]]

@@ -151,8 +151,14 @@ class Partitions:
         if vmax - vmin < min(1 << 20, 8 * len(vals) + 1024):
             # small key range: a direct table (the hash table is rebuilt when next needed)
             direct = np.full(vmax - vmin + 1, -1, np.int64)
-            known = self.keys.filter(pl.col(c).is_between(vmin, vmax))
-            direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
+            kc = self.keys[c]
+            if kc.null_count():
+                known = self.keys.filter(pl.col(c).is_between(vmin, vmax))
+                direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
+            else:  # (a mask, not a filter: a query costs more than the keys of a batch)
+                kv = kc.cast(pl.Int64).to_numpy()
+                inside = (kv >= vmin) & (kv <= vmax)
+                direct[kv[inside] - vmin] = self.keys["__pid"].to_numpy()[inside]
             ids = np.empty(len(vals), np.int64)
             new_keys = vals[_direct_ids(vals, vmin, direct, n0, ids)]
             self._tab_n = -1

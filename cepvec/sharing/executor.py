@@ -30,7 +30,7 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 
-from cepvec.kernels import sharing as K
+from cepvec.kernels import _jit, sharing as K
 from cepvec.kernels.trend import partition_order
 from cepvec.paths.linear.plan import plan_components
 from cepvec.runtime.type_codes import TypeCodes
@@ -364,6 +364,7 @@ class SharedRun:
         need = max(int(pid.max()) + 1, len(self.parts.keys))  # (keys of held-back events too: EMIT's groups)
         if need > self.n_part:
             self._grow(need)
+        pid, times = _jit.readonly(pid), _jit.readonly(times)  # one specialisation of the kernels (see readonly)
         if self.mode == K.MODE_WITHIN:
             self._ordinals(pid, times)
         start = 0

@@ -551,7 +551,8 @@ def _replicate(df: pl.DataFrame, w: int, s: int, block: int) -> pl.DataFrame:
     ("RETURN COUNT(*), MIN(A.x) PATTERN SEQ(NOT D, A, B+, NOT C) WITHIN 7 SLIDE 3", 7, 3),
     ("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE [id] WITHIN 3 SLIDE 5", 3, 5),
 ])
-@pytest.mark.parametrize(("chunk", "block"), [(5, 1), (64, 2), (7, 5), (10**6, 100)])
+@pytest.mark.parametrize(("chunk", "block"), [(5, 1), (64, 2), pytest.param(7, 5, marks=pytest.mark.slow),
+                                              pytest.param(10**6, 100, marks=pytest.mark.slow)])
 def test_block_replicated_kernel_gives_each_window_once(text, w, s, chunk, block):
     for df in (ABCD, ABCD_TIES):
         want = cepvec.run(text, df)

@@ -73,8 +73,11 @@ def _frame(ev) -> pl.DataFrame:
                          "x": [e[3] for e in ev]}, schema=_SCHEMA)
 
 
-@pytest.mark.parametrize("window", WINDOWS)
-@pytest.mark.parametrize("shape", SHAPES)
+# default profile: half of the (shape, window) pairs, alternating, so each shape and each window still runs;
+# --slow runs every pair
+@pytest.mark.parametrize(("shape", "window"), [
+    pytest.param(sh, w, marks=[pytest.mark.slow] if (i + j) % 2 else [])
+    for i, sh in enumerate(SHAPES) for j, w in enumerate(WINDOWS)])
 def test_exhaustive_tiny_streams(shape, window):
     """Every stream of up to sweep_size(5) events: the engine gives the reference engine's rows.
 

@@ -15,7 +15,7 @@ import dataclasses
 
 import polars as pl
 
-from cepvec.errors import CepvecQueryError, UnsupportedByEngine
+from cepvec.errors import CepvecOverflowError, CepvecQueryError, UnsupportedByEngine
 from cepvec.paths.base import Path, Run, feed
 from cepvec.paths.linear import LinearPath
 from cepvec.paths.match.aggregate import MatchAggPath
@@ -26,6 +26,7 @@ from cepvec.paths.scan import ScanPath
 from cepvec.paths.trend import TrendPath
 from cepvec.paths.trend.plan import unsupported_reason as trend_reason
 from cepvec.plan.ir import AggSpec, Query
+from cepvec.runtime import progress
 from cepvec.runtime.prepare import Prepared
 
 ENGINES = ("auto", "aseq", "greta", "match", "reference")
@@ -161,15 +162,22 @@ def run_engine(q: Query, prep: Prepared, choice: Choice | str, *, numeric: str =
 
 def count_matches_online(q: Query, prep: Prepared) -> int | None:
     """The (match, output row) pairs of ``q`` counted online (sum of ``COUNT(*)``), or None when no
-    Numba path runs ``q`` on this input (the reference path's warning before it explodes)."""
+    Numba path runs ``q`` on this input (the reference path's warning before it explodes).
+
+    Counted with the int64 kernels, the ones a default run compiles (``numeric="float64"`` would compile
+    a second family, 10-20 s on a cold cache, for a warning); a count past int64 returns
+    :data:`cepvec.runtime.progress.MATCHES_PAST_INT64`."""
     if q.run_preds:  # no online path runs predicates over the run
         return None
     count = dataclasses.replace(q, aggs=(AggSpec("COUNT", (), None, "COUNT(*)"),))
     choice = choose(count, "auto", prep.df.schema)
     if choice.engine in ("reference", "match"):  # "match" would enumerate the matches to count them
         return None
-    out = run_engine(count, prep, choice, numeric="float64")
-    return int(out["COUNT(*)"].sum() or 0)
+    try:
+        out = run_engine(count, prep, choice)
+    except CepvecOverflowError:
+        return progress.MATCHES_PAST_INT64
+    return min(sum(out["COUNT(*)"].to_list()), progress.MATCHES_PAST_INT64)  # (Python ints: the rows' sum does not wrap)
 
 
 REFERENCE = ReferencePath(count_matches=count_matches_online)

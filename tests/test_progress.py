@@ -35,6 +35,21 @@ def test_reference_warns_before_building_with_the_online_count(small_limit):
     assert rec[0].filename == __file__  # attributed to the caller, not to cepvec
 
 
+def test_a_count_past_int64_warns_as_more_than_int64():
+    # A+ over 70 events: 2**70 - 1 matches. The online count runs the int64 kernels (the ones a default
+    # run compiles), which overflow; the warning then gives int64's maximum as a lower bound.
+    from cepvec.paths.reference.run import reference_progress
+    from cepvec.registry import count_matches_online
+    from cepvec.runtime.prepare import prepare
+
+    q = cepvec.compile(KLEENE)
+    prep = prepare(q, _a_run(70))
+    assert count_matches_online(q, prep) == progress.MATCHES_PAST_INT64 == 2**63
+    assert count_matches_online(q, prepare(q, _a_run(62))) == 2**62 - 1
+    with pytest.warns(cepvec.CepvecWarning, match="will build more than 9,223,372,036,854,775,807 matches"):
+        reference_progress(q, prep, "cepvec.run(engine='reference')", count_matches_online)
+
+
 def test_reference_warning_counts_placements_per_slide_window(small_limit):
     # every match of A+ over 0..11 lies in the windows [k*2, k*2+20) that contain it
     q = "RETURN COUNT(*) PATTERN A+ WITHIN 20 SLIDE 2"

@@ -19,6 +19,8 @@ BAR_DELAY = 1.0  # seconds before a bar is drawn: short runs print nothing
 # matches the reference engine builds in about ten seconds (measured ~10 us per match, see
 # docs/semantics.md Part II); more than this is worth a warning before the run starts
 EXPLODE_MATCHES = 1_000_000
+#: The match count online counting reports when the count does not fit in an int64 (the kernels count in int64)
+MATCHES_PAST_INT64 = 1 << 63
 
 
 def on_spark_worker() -> bool:

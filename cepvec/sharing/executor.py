@@ -277,7 +277,7 @@ class SharedRun:
     def _ordinals(self, pid: np.ndarray, times: np.ndarray) -> None:
         """WITHIN alone: enough ordinal slots for the most distinct times a partition holds within ``w``
         in this call (doubling; the live ordinals move to their new slots)."""
-        order, seg = partition_order(pid, self.n_part)
+        order, seg = partition_order(_jit.readonly(pid), self.n_part)
         seg_pid = np.flatnonzero(np.diff(seg)).astype(np.int64)
         seg_ptr = np.append(seg[seg_pid], len(order)).astype(np.int64)
         need = K.ordinals_needed(order, seg_ptr, seg_pid, times, self.w, self.state[_ON], self.state[_OT], self.Rp)

@@ -62,7 +62,8 @@ def reference_progress(q: Query, prep: Prepared, what: str, count_matches=None) 
     if expected is not None and expected > progress.EXPLODE_MATCHES:
         minutes = expected * REFERENCE_SECONDS_PER_MATCH / 60
         rate = 1 / REFERENCE_SECONDS_PER_MATCH
-        progress.warn_user(f"{what} will build {expected:,} matches on this input (about {minutes:,.1f} min "
+        many = f"more than {expected - 1:,}" if expected >= progress.MATCHES_PAST_INT64 else f"{expected:,}"
+        progress.warn_user(f"{what} will build {many} matches on this input (about {minutes:,.1f} min "
                            f"at ~{rate:,.0f} matches/s). {advice}")
     return progress.Progress(f"{what}: matches", "match", total=None,
                              warn_after=progress.EXPLODE_MATCHES if expected is None else None,

@@ -43,32 +43,22 @@ def pytest_configure(config):
 
 
 def _prewarm_kernels() -> None:
-    """Under pytest-xdist, before the workers start: compile the kernel families the tests use once, one
-    process per family on the cores (``cepvec.warmup.warm_up``), into the Numba cache the workers then load.
-    Without it each worker compiles every kernel it meets itself (on a fresh clone, the same kernels
-    twice). ``CEPVEC_TEST_PREWARM=0`` turns it off; a failure here only leaves the compiling to the tests."""
-    import numpy as np
-    import polars as pl
+    """Under pytest-xdist, before the workers start: compile the kernel specialisations the suite meets
+    (recorded in ``tests/fixtures/kernel_signatures.json``), spread over the cores, into the Numba cache the
+    workers then load (``tests/kernel_signatures.py`` says why and how to regenerate the record). A cache
+    that already holds them loads them in seconds. ``CEPVEC_TEST_PREWARM=0`` turns it off; a failure here
+    only leaves the compiling to the tests."""
+    from tests.kernel_signatures import compile_recorded
 
-    from cepvec.warmup import warm_up
-
-    rng = np.random.default_rng(0)
-    n = 48
-    ev = pl.DataFrame({"type": np.array(list("ABCD"))[rng.integers(0, 4, n)], "time": np.arange(n) // 2,
-                       "id": rng.integers(0, 3, n), "x": rng.integers(-2, 5, n), "v": rng.random(n)})
-    seq = "RETURN id, COUNT(*), SUM(B.x), AVG(C.v), MIN(A.x), MAX(B.x) PATTERN SEQ(A, NOT D, B, C) WHERE [id] GROUP-BY id"
-    kleene = "RETURN id, COUNT(*), SUM(B.x) PATTERN SEQ(A, B+, C) WHERE [id] AND B.x < NEXT(B).x GROUP-BY id"
-    windows = ["", " WITHIN 6", " WITHIN 6 SLIDE 3", " WITHIN 6 EMIT CHANGES"]
-    work = [(seq + w, ev) for w in windows] + [(kleene + w, ev) for w in windows]
-    work += [("RETURN COUNT(*) PATTERN A+ WHERE A.x + NEXT(A).x != 3" + w, ev) for w in windows]
-    work += [({f"q{i}{j}": t + w for j, t in enumerate(["RETURN id, COUNT(*), SUM(B.x) PATTERN SEQ(A, B, C) "
-                                                         "GROUP-BY id", "RETURN id, COUNT(*) PATTERN SEQ(A, B, D) "
-                                                         "GROUP-BY id"])}, ev) for i, w in enumerate(windows)]
     try:
-        for f in warm_up(work):  # (the float64 signatures are fewer in the tests: measured slower to pre-compile)
-            f.result()
+        stale = compile_recorded()
     except Exception as err:  # noqa: BLE001 (the tests compile what they need themselves)
         warnings.warn(f"pre-compiling the kernels failed: {err!r}", stacklevel=1)
+        return
+    if stale:
+        warnings.warn(f"{len(stale)} recorded kernel specialisations no longer match their kernels (regenerate "
+                      f"tests/fixtures/kernel_signatures.json, see tests/kernel_signatures.py); first: {stale[0]}",
+                      stacklevel=1)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers

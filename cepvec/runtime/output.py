@@ -134,6 +134,7 @@ def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) ->
     n, n_ranks = len(pid), len(rank_of_pid)
     if n < _jit.NUMPY_BELOW:  # few rows: a NumPy sort
         return np.lexsort((key, rank_of_pid[pid])), np.bincount(rank_of_pid[pid], minlength=n_ranks)
+    rank_of_pid, pid = _jit.readonly(rank_of_pid), _jit.readonly(pid)  # one specialisation of rank_place
     done = _rank_positions(rank_of_pid, [(pid, key)])
     if done is None:
         return np.lexsort((key, rank_of_pid[pid])), np.bincount(rank_of_pid[pid], minlength=n_ranks)

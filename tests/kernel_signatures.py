@@ -15,12 +15,14 @@ a warning and the tests compile what they need themselves;
 ``tests/test_kernel_signatures.py`` fails when an entry no longer matches its
 kernel. Regenerate it after changing kernel signatures::
 
-    rm -rf kernels/__pycache__ kernels/*/__pycache__ && .venv/bin/python -m pytest -q
+    rm -rf kernels/__pycache__ kernels/*/__pycache__ && CEPVEC_TEST_PREWARM=0 .venv/bin/python -m pytest -q
     .venv/bin/python -m tests.kernel_signatures record
 
-(the first command fills the in-tree cache with what the suite compiles; the
-second reads its index files, then times each specialisation on an empty
-cache in one process).
+(the first command fills the in-tree cache with what the suite compiles, without
+this pre-compiling, so no entry outlives the tests that needed it: slow, the
+tests compile everything themselves; the second reads the cache's index files,
+then times each specialisation on an empty cache in one process; both read
+the in-tree cache, so leave ``NUMBA_CACHE_DIR`` unset).
 """
 
 from __future__ import annotations

@@ -177,7 +177,8 @@ def count_matches_online(q: Query, prep: Prepared) -> int | None:
         out = run_engine(count, prep, choice)
     except CepvecOverflowError:
         return progress.MATCHES_PAST_INT64
-    return min(sum(out["COUNT(*)"].to_list()), progress.MATCHES_PAST_INT64)  # (Python ints: the rows' sum does not wrap)
+    total = sum(out["COUNT(*)"].to_list())  # Python ints: the rows' sum does not wrap
+    return min(total, progress.MATCHES_PAST_INT64)
 
 
 REFERENCE = ReferencePath(count_matches=count_matches_online)

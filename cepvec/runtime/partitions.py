@@ -239,8 +239,10 @@ def _hashed_ids(codes: np.ndarray, local: np.ndarray) -> np.ndarray:
     keys are then looked up in the first half's table in order of first appearance (a key it did
     not see takes the next id), and the second half is renumbered.
     """
+    codes = _jit.readonly(codes)  # (its slices too: one specialisation of dense_ids)
+
     def one(r):
-        return dense_ids(_jit.readonly(codes[r[0]:r[1]]), np.zeros(16, np.int64), np.full(16, -1, np.int64), 0, local[r[0]:r[1]])
+        return dense_ids(codes[r[0]:r[1]], np.zeros(16, np.int64), np.full(16, -1, np.int64), 0, local[r[0]:r[1]])
 
     parts = threads.halves(len(codes))
     if len(parts) == 1:
@@ -319,14 +321,15 @@ def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: n
     first half saw take the first half's ids, the others the next ids in order of appearance in
     the second half (their order in the whole column), and the second half is renumbered.
     """
+    vals = _jit.readonly(vals)  # (its halves too: one specialisation of dense_ids_direct)
     parts = threads.halves(len(vals))
     if len(parts) == 1 or ROWS_PER_KEY_FOR_HALVES * len(direct) > len(vals):
         # many keys for the rows: the halves would see the same keys and merge about as many
-        return dense_ids_direct(_jit.readonly(vals), vmin, direct, n0, ids)
+        return dense_ids_direct(vals, vmin, direct, n0, ids)
     m = parts[1][0]
     second = direct.copy()
-    halves = [(_jit.readonly(vals[:m]), vmin, direct, n0, ids[:m]), (_jit.readonly(vals[m:]), vmin, second, n0, ids[m:])]
-    first0, first1 = threads.map_threads(lambda a: dense_ids_direct(*a), halves)
+    first0, first1 = threads.map_threads(lambda a: dense_ids_direct(*a),
+                                         [(vals[:m], vmin, direct, n0, ids[:m]), (vals[m:], vmin, second, n0, ids[m:])])
     if not len(first1):
         return first0
     new1 = vals[m + first1]

@@ -126,3 +126,40 @@ class ThreadsCeiling:
     def time_loop(self, loop, threads):
         for f in [self.pool.submit(self.piece) for _ in range(self.threads)]:
             f.result()
+
+
+def _pin(cpus: set[int]) -> dict[int, set[int]]:
+    """Confine every thread of this process (Polars' pool, cepvec's, this one) to ``cpus``; returns the
+    affinities to restore. Threads started later inherit their creator's."""
+    before = {}
+    for tid in map(int, os.listdir("/proc/self/task")):
+        try:
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, cpus)
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return before
+
+
+class ThreadsCores(Threads):
+    """The runs of ``Threads`` on 1 core against 2 cores (and every usable core): the whole process,
+    Polars' threads included, confined to that many cores (``sched_setaffinity`` on every thread), so
+    the ratio is the speed-up of the cores, not of cepvec's threads alone (``Threads`` gives Polars
+    every core in its 1-thread runs too). cepvec runs one thread per core it may use."""
+
+    params = [list(QUERIES), [100, 10_000], ["uniform", "zipf"], sorted({1, 2, CORES})]
+    param_names = ["path", "n_groups", "data", "cores"]
+
+    def setup(self, path, n_groups, data, cores):
+        if not hasattr(os, "sched_setaffinity"):
+            raise NotImplementedError("needs sched_setaffinity (Linux)")
+        self.before = _pin(set(sorted(os.sched_getaffinity(0))[:cores]))
+        super().setup(path, n_groups, data, cores)
+
+    def teardown(self, path, n_groups, data, cores):
+        super().teardown(path, n_groups, data, cores)
+        for tid, cpus in self.before.items():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass

@@ -27,6 +27,7 @@ the in-tree cache, so leave ``NUMBA_CACHE_DIR`` unset).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import multiprocessing
@@ -57,8 +58,9 @@ def parse_signature(text: str) -> tuple:
 
 
 def read_cache(root: Path = ROOT) -> list[dict]:
-    """The signatures in the in-tree Numba cache under ``root``, but those with literal arguments (a helper's
-    specialisation for a constant of its caller: it compiles with the caller)."""
+    """The signatures in the in-tree Numba cache under ``root``, but those of an index written for an older
+    source, and those with literal arguments (a helper's specialisation for a constant of its caller: it
+    compiles with the caller)."""
     out = []
     for index in sorted((root / "kernels").glob("**/__pycache__/*.nbi")):
         stem = index.name.split("-")[0]  # "run.run_segments-28.py311.nbi"
@@ -67,7 +69,11 @@ def read_cache(root: Path = ROOT) -> list[dict]:
         module = ".".join(("cepvec",) + package + (file,))
         with open(index, "rb") as fh:
             pickle.load(fh)  # the Numba version
-            _stamp, overloads = pickle.loads(fh.read())
+            stamp, overloads = pickle.loads(fh.read())
+        source = index.parent.parent / f"{file}.py"
+        st = source.stat()
+        if stamp not in (hashlib.sha256(source.read_bytes()).digest(), (st.st_mtime, st.st_size)):
+            continue  # written for an older source (the stamp: its hash, or its time and size): Numba ignores it
         for key in overloads:
             text = str(key[0])
             if "Literal" in text:

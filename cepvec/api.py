@@ -7,7 +7,7 @@ import dataclasses
 import polars as pl
 
 from cepvec.paths.reference.run import reference_progress
-from cepvec.registry import choose, count_matches_online, run_engine
+from cepvec.registry import NUMERIC, choose, count_matches_online, run_engine
 from cepvec.errors import CepvecError, CepvecPlanError, CepvecTypeError, UnsupportedByEngine
 from cepvec.paths.match import MATCH_ENGINES, MATCH_FORMATS, collect_matches, match_batches, match_engine
 from cepvec.paths.match.run import wide_frame
@@ -15,8 +15,6 @@ from cepvec.runtime.overlap import check_overlap
 from cepvec.runtime.prepare import check_predicate_types, output_schema, prepare
 from cepvec.plan.compile import compile_query
 from cepvec.plan.ir import Query, Window
-
-NUMERIC = ("int64", "float64")
 
 
 def compile(text: str, *, type_col: str = "type", time_col: str = "time") -> Query:  # noqa: A001

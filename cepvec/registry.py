@@ -30,6 +30,8 @@ from cepvec.runtime import progress
 from cepvec.runtime.prepare import Prepared
 
 ENGINES = ("auto", "aseq", "greta", "match", "reference")
+#: the number types of counts and sums (``numeric=``)
+NUMERIC = ("int64", "float64")
 #: the Numba paths, fastest first; "aseq" and "greta" both run on them ("aseq": fixed-length patterns only)
 NUMBA_PATHS: tuple[Path, ...] = (LinearPath(), TrendPath(), ScanPath())
 QUALIFIED_PATHS: tuple[Path, ...] = tuple(Qualified(p) for p in NUMBA_PATHS)

@@ -18,13 +18,11 @@ import polars as pl
 
 from cepvec.errors import CepvecError, CepvecPlanError
 from cepvec.plan.ir import Query
-from cepvec.registry import Choice, choose
+from cepvec.registry import NUMERIC, Choice, choose
 from cepvec.runtime.memory import physical_memory
 from cepvec.runtime.prepare import Prepared, check_predicate_types, output_schema, prepare
 from cepvec.sharing.executor import SharedRun, runs_shared
 from cepvec.sharing.workload import SHARING, Workload, compile_workload, named
-
-NUMERIC = ("int64", "float64")
 
 
 def _checked(name: str, fn, *args, **kwargs):

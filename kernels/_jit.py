@@ -8,24 +8,68 @@ semantics.
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
+
 import numba
-import numba.extending
 import numba.core.cgutils
+import numba.extending
+import numpy as np
 
 jit = numba.njit(cache=True, nogil=True)
 
 
 def readonly(a):
-    """``a`` as a read-only view (no copy).
-
-    Numba compiles one specialisation per read-only flag of every array argument, and inputs arrive
-    both ways: read-only from Arrow and Polars (zero-copy), writable from NumPy. The callers of the
-    kernels that met both pass their inputs through this, so one specialisation serves both (the
-    shared executor's kernel compiles in about 4 s; ``fill_events`` had 20 specialisations).
-    """
+    """``a`` as a read-only view (no copy); see :func:`jit_reading`."""
     v = a.view()
     v.flags.writeable = False
     return v
+
+
+class _Reading:
+    """A kernel called from Python whose array arguments ``names`` are inputs: each call passes them
+    as read-only views. Everything else (``compile``, ``py_func``, ``signatures``) is the dispatcher's."""
+
+    def __init__(self, dispatcher, names: tuple[str, ...]):
+        params = list(inspect.signature(dispatcher.py_func).parameters)
+        unknown = [n for n in names if n not in params]
+        if unknown:
+            raise TypeError(f"jit_reading: {dispatcher.py_func.__qualname__} has no parameter {unknown[0]!r}")
+        self._dispatcher = dispatcher
+        self._positions = frozenset(params.index(n) for n in names)
+        self._names = frozenset(names)
+        functools.update_wrapper(self, dispatcher.py_func)
+
+    def __call__(self, *args, **kwargs):
+        args = [readonly(a) if i in self._positions and isinstance(a, np.ndarray) else a for i, a in enumerate(args)]
+        for n in self._names & kwargs.keys():
+            if isinstance(kwargs[n], np.ndarray):
+                kwargs[n] = readonly(kwargs[n])
+        return self._dispatcher(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._dispatcher, name)
+
+    def __reduce__(self):  # by reference, like a module-level function
+        return _kernel_named, (self.__module__, self.__qualname__)
+
+
+def _kernel_named(module: str, qualname: str):
+    return getattr(importlib.import_module(module), qualname)
+
+
+def jit_reading(*names: str):
+    """:data:`jit` for a kernel called from Python, with the array arguments ``names`` as its inputs.
+
+    Numba compiles one specialisation per read-only flag of every array argument, and inputs arrive
+    both ways: read-only from Arrow and Polars (zero-copy), writable from NumPy. Each call passes
+    these as read-only views (no copy), so one specialisation serves both (the shared executor's
+    kernel compiles in about 4 s; ``fill_events`` had 20 specialisations). Only for arguments the
+    kernel never writes (Numba refuses to compile a write to a read-only array), and only for kernels
+    that no other kernel calls (jitted code cannot call the wrapper).
+    """
+    return lambda fn: _Reading(jit(fn), names)
 
 # Small helpers called in inner loops: marked ``alwaysinline`` for LLVM. A call
 # that is not inlined passes every array argument with reference-count updates,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_inline, jit_reading
 from .views import VIEW_HI_MASK, VIEW_LO_MASK, byte_at
 
 
-@jit
+@jit_reading("vals")
 def min_max(vals):
     lo = vals[0]
     hi = vals[0]
@@ -23,7 +23,7 @@ def min_max(vals):
     return lo, hi
 
 
-@jit
+@jit_reading("vals")
 def dense_ids_direct(vals, vmin, direct, n_known, ids):
     """Dense id per int64 key through a direct table (``direct[v - vmin]``, -1: new key),
     written to ``ids``; new keys numbered from ``n_known`` in order of first appearance
@@ -50,7 +50,7 @@ def _slot(v, shift):
     return np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift))
 
 
-@jit
+@jit_reading("vals")
 def dense_ids(vals, tab_key, tab_id, n_known, ids):
     """Dense id per int64 key (open addressing) into ``ids``, new keys numbered from ``n_known``.
 
@@ -159,7 +159,7 @@ def views_equal_first(views, addrs, ids, first, lo, hi):
     return True
 
 
-@jit
+@jit_reading("t")
 def stable_order(t):
     """The stable ascending order of int64 values ``t`` (an argsort): an LSD radix sort of
     ``t - min(t)``, 8 bits a pass (256 buckets: the scatter stays in cache; 11 bits measured

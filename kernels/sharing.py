@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cepvec.kernels._jit import jit, jit_inline
+from cepvec.kernels._jit import jit, jit_inline, jit_reading
 from cepvec.kernels.trend.arith import _sadd, _smul
 
 MODE_NONE = 0
@@ -281,7 +281,7 @@ def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wta
     return n_wj
 
 
-@jit
+@jit_reading("pid", "times")
 def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
                reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first, parent, leaf_of,
                qleaf, mode, w, s, g, is_int, emit, leaf_node, lf_ptr, lf_rows, gid, grp_ptr, grp_parts, C, ctag, mask, W,
@@ -647,7 +647,7 @@ def emit_open(W, wtag, slot_k, leaf_of, qleaf, out_q, out_p, out_k, out_v):
     return n_out
 
 
-@jit
+@jit_reading("times")
 def ordinals_needed(order, seg_ptr, seg_pid, times, w, ON, OT, Rp):
     """The most live ordinals (WITHIN alone) any partition will hold while processing ``times``:
     its live ordinals from earlier calls (``ON`` / ``OT`` with ``Rp`` slots) and the distinct times of

@@ -10,7 +10,9 @@ workers start, spread over the cores by their recorded compile times
 (longest first), into the cache the workers then load.
 
 The record is ``tests/fixtures/kernel_signatures.json``. It is only a cache
-hint: a stale entry (a kernel renamed, its arguments changed) is skipped with
+hint (processes that write one cache index at once can lose each other's
+entries, so a record read from a cache may miss a few; the tests compile
+those themselves): a stale entry (a kernel renamed, its arguments changed) is skipped with
 a warning and the tests compile what they need themselves;
 ``tests/test_kernel_signatures.py`` fails when an entry no longer matches its
 kernel. Regenerate it after changing kernel signatures::

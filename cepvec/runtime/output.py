@@ -134,7 +134,6 @@ def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) ->
     n, n_ranks = len(pid), len(rank_of_pid)
     if n < _jit.NUMPY_BELOW:  # few rows: a NumPy sort
         return np.lexsort((key, rank_of_pid[pid])), np.bincount(rank_of_pid[pid], minlength=n_ranks)
-    rank_of_pid, pid = _jit.readonly(rank_of_pid), _jit.readonly(pid)  # one specialisation of rank_place
     done = _rank_positions(rank_of_pid, [(pid, key)])
     if done is None:
         return np.lexsort((key, rank_of_pid[pid])), np.bincount(rank_of_pid[pid], minlength=n_ranks)
@@ -241,9 +240,6 @@ def _rank_positions(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | Non
     counts = np.zeros((k, n_ranks), np.int64)
     first = np.full((k, n_ranks), np.iinfo(np.int64).max)
     last = np.full((k, n_ranks), np.iinfo(np.int64).min)
-
-    rank_of_pid = _jit.readonly(rank_of_pid)
-    chunks = [(_jit.readonly(c[0]), _jit.readonly(c[1]), *c[2:]) for c in chunks]
 
     def histogram(j):
         oks = [rank_histogram(rank_of_pid, chunks[ci][0], chunks[ci][1], a, b, counts[j], first[j], last[j])

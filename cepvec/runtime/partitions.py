@@ -147,7 +147,7 @@ class Partitions:
         if len(vals) < _jit.NUMPY_BELOW:
             vmin, vmax = (int(vals.min()), int(vals.max())) if len(vals) else (0, -1)
         else:
-            vmin, vmax = (int(v) for v in min_max(_jit.readonly(vals)))
+            vmin, vmax = (int(v) for v in min_max(vals))
         if vmax - vmin < min(1 << 20, 8 * len(vals) + 1024):
             # small key range: a direct table (the hash table is rebuilt when next needed)
             direct = np.full(vmax - vmin + 1, -1, np.int64)
@@ -171,13 +171,13 @@ class Partitions:
                 self._tab_key = np.zeros(size, np.int64)
                 self._tab_id = np.full(size, -1, np.int64)
                 kv = known[c].cast(pl.Int64).to_numpy()
-                _first, self._tab_key, self._tab_id = dense_ids(_jit.readonly(kv), self._tab_key, self._tab_id, 0,
+                _first, self._tab_key, self._tab_id = dense_ids(kv, self._tab_key, self._tab_id, 0,
                                                                 np.empty(len(kv), np.int64))
                 # dense_ids numbered them 0..m-1 in order; set the real partition ids
                 used = self._tab_id >= 0
                 self._tab_id[used] = known["__pid"].to_numpy()[self._tab_id[used]]
             ids = np.empty(len(vals), np.int64)
-            first, self._tab_key, self._tab_id = dense_ids(_jit.readonly(vals), self._tab_key, self._tab_id, n0, ids)
+            first, self._tab_key, self._tab_id = dense_ids(vals, self._tab_key, self._tab_id, n0, ids)
             new_keys = vals[first]
             self._tab_n = n0
         if len(new_keys):
@@ -220,7 +220,7 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
     if not n:
         return local, np.zeros(0, np.int64)
     if not hashed:
-        vmin, vmax = (int(v) for v in min_max(_jit.readonly(codes)))
+        vmin, vmax = (int(v) for v in min_max(codes))
         if vmax - vmin < min(1 << 20, 8 * n + 1024):
             return local, _direct_ids(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
     return local, _hashed_ids(codes, local)
@@ -239,8 +239,6 @@ def _hashed_ids(codes: np.ndarray, local: np.ndarray) -> np.ndarray:
     keys are then looked up in the first half's table in order of first appearance (a key it did
     not see takes the next id), and the second half is renumbered.
     """
-    codes = _jit.readonly(codes)  # (its slices too: one specialisation of dense_ids)
-
     def one(r):
         return dense_ids(codes[r[0]:r[1]], np.zeros(16, np.int64), np.full(16, -1, np.int64), 0, local[r[0]:r[1]])
 
@@ -250,7 +248,7 @@ def _hashed_ids(codes: np.ndarray, local: np.ndarray) -> np.ndarray:
     m = parts[1][0]
     (first, tab_key, tab_id), (first2, _, _) = threads.map_threads(one, parts)
     remap = np.empty(len(first2), np.int64)
-    unseen = dense_ids(_jit.readonly(codes[m + first2]), tab_key, tab_id, len(first), remap)[0]
+    unseen = dense_ids(codes[m + first2], tab_key, tab_id, len(first), remap)[0]
     renumber_new(local[m:], 0, remap)
     return np.concatenate([first, m + first2[unseen]])
 
@@ -321,7 +319,6 @@ def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: n
     first half saw take the first half's ids, the others the next ids in order of appearance in
     the second half (their order in the whole column), and the second half is renumbered.
     """
-    vals = _jit.readonly(vals)  # (its halves too: one specialisation of dense_ids_direct)
     parts = threads.halves(len(vals))
     if len(parts) == 1 or ROWS_PER_KEY_FOR_HALVES * len(direct) > len(vals):
         # many keys for the rows: the halves would see the same keys and merge about as many

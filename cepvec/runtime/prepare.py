@@ -300,7 +300,7 @@ def time_order(tv):
 
     if len(tv) < _jit.NUMPY_BELOW or 1000 * np.count_nonzero(tv[1:] < tv[:-1]) < len(tv):
         return np.argsort(tv, kind="stable")
-    return stable_order(_jit.readonly(tv))
+    return stable_order(tv)
 
 
 def _check_time_range(q: Query, df: pl.DataFrame, times: pl.Series, unit: str, span: int) -> None:

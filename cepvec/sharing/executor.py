@@ -30,7 +30,7 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 
-from cepvec.kernels import _jit, sharing as K
+from cepvec.kernels import sharing as K
 from cepvec.kernels.trend import partition_order
 from cepvec.paths.linear.plan import plan_components
 from cepvec.runtime.type_codes import TypeCodes
@@ -277,7 +277,7 @@ class SharedRun:
     def _ordinals(self, pid: np.ndarray, times: np.ndarray) -> None:
         """WITHIN alone: enough ordinal slots for the most distinct times a partition holds within ``w``
         in this call (doubling; the live ordinals move to their new slots)."""
-        order, seg = partition_order(_jit.readonly(pid), self.n_part)
+        order, seg = partition_order(pid, self.n_part)
         seg_pid = np.flatnonzero(np.diff(seg)).astype(np.int64)
         seg_ptr = np.append(seg[seg_pid], len(order)).astype(np.int64)
         need = K.ordinals_needed(order, seg_ptr, seg_pid, times, self.w, self.state[_ON], self.state[_OT], self.Rp)
@@ -364,7 +364,6 @@ class SharedRun:
         need = max(int(pid.max()) + 1, len(self.parts.keys))  # (keys of held-back events too: EMIT's groups)
         if need > self.n_part:
             self._grow(need)
-        pid, times = _jit.readonly(pid), _jit.readonly(times)  # one specialisation of the kernels (see readonly)
         if self.mode == K.MODE_WITHIN:
             self._ordinals(pid, times)
         start = 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline
+from .._jit import jit, jit_inline, jit_reading
 from ..views import VIEW_HI_MASK, VIEW_LO_MASK
 from .constants import F_END, MODE_SLIDE, TIE_SHIFT
 
@@ -20,7 +20,7 @@ def count_events(n_parts, cls, cls_prog, pid):
     return count
 
 
-@jit
+@jit_reading("cls", "cls_prog", "pid", "t", "w")
 def fill_events(cls, cls_prog, pid, t, w, pos, out_t, out_prog, out_w, spare):
     """Scatter the kept new events to ``pos[partition]`` (advanced in place).
 
@@ -189,7 +189,7 @@ def segment_emit_schedule(seg_lo, seg_hi, seg_replay, ev_time, ev_prog, prog_fla
     return emit_lo, emit_hi, times[:m].copy()
 
 
-@jit
+@jit_reading("rank_of_pid", "pid", "key")
 def rank_histogram(rank_of_pid, pid, key, lo, hi, count, first, last):
     """Rows ``[lo, hi)`` of the result: ``count[rank]`` += 1 per row of a partition of that rank;
     ``first`` / ``last`` (filled with the int64 max / min by the caller) get each partition's first
@@ -206,7 +206,7 @@ def rank_histogram(rank_of_pid, pid, key, lo, hi, count, first, last):
     return ok
 
 
-@jit
+@jit_reading("rank_of_pid", "pid")
 def rank_place(rank_of_pid, pid, lo, hi, pos, order):
     """Stable counting sort, second pass: row ``i`` of ``[lo, hi)`` goes to ``order[pos[rank]]``
     (``pos`` advanced in place; ranges placed in threads get disjoint ``pos``)."""
@@ -216,7 +216,7 @@ def rank_place(rank_of_pid, pid, lo, hi, pos, order):
         pos[r] += 1
 
 
-@jit
+@jit_reading("rank_of_pid", "pid", "key")
 def rank_scatter(rank_of_pid, pid, key, lo, hi, vi, vf, pos, out_key, out_vi, out_vf):
     """Stable counting sort, second pass, moving the cells themselves: row ``i`` of ``[lo, hi)`` goes
     to ``j = pos[rank]`` (``pos`` advanced in place): ``out_key[j] = key[i]`` and the row's values
@@ -267,7 +267,7 @@ def carry_index(seg_lo, seg_hi, seg_pid, ev_time, mode, limit, w, s, next_k):
     return idx, pid
 
 
-@jit
+@jit_reading("group_of_pid", "t", "cls", "cls_prog", "pid")
 def emit_schedule(n_groups, group_of_pid, t, cls, cls_prog, prog_flags, pid):
     """Sorted distinct END-event times per group (EMIT modes).
 

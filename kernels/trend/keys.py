@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline
+from .._jit import jit, jit_inline, jit_reading
 from .constants import _I64_MAX
 
 
@@ -112,7 +112,7 @@ def sort_keys(a, v, lo, hi, ta, tv):
             v[lo + i] = tv[i]
 
 
-@jit
+@jit_reading("pid")
 def partition_order(pid, n_parts):
     """Stable counting sort of event indices by partition id (keeps time order).
 

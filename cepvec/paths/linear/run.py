@@ -388,7 +388,6 @@ class LinearStream(Partitions):
         for cnt in counts:
             starts.append(pos.copy())
             pos += cnt
-        cls, cls_prog, pid, times, new_w = (_jit.readonly(a) for a in (cls, cls_prog, pid, times, new_w))
         map_threads(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
                                           times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],
                                           starts[i], ev_t, ev_prog, ev_w, spare[i]), range(len(halves)))
@@ -396,7 +395,7 @@ class LinearStream(Partitions):
         active = count > 0
         if emit and not self.groups_are_partitions:
             gop, n_groups = self._group_ids(n_parts)
-            ptr, emit_times = K.emit_schedule(n_groups, _jit.readonly(gop), times, cls, cls_prog, self.prog_flags, pid)
+            ptr, emit_times = K.emit_schedule(n_groups, gop, times, cls, cls_prog, self.prog_flags, pid)
             g_emit = ptr[1:] - ptr[:-1]
             if self._changes():  # the group of each emit time, by a partition of it (ids stay; groups may not)
                 rep = _first_partitions(gop, n_groups)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import numpy as np
 import polars as pl
 
-from cepvec.kernels import _jit, match as K
+from cepvec.kernels import match as K
 from cepvec.kernels.trend import partition_order
 from cepvec.paths.match.plan import MODES, STRATEGIES, build
 from cepvec.paths.scan.plan import Programs
@@ -75,7 +75,7 @@ class MatchGraph:
             rank[gf["__pid"].to_numpy()] = np.arange(len(gf))
         else:
             rank = np.arange(len(parts), dtype=np.int64)
-        order, seg_all = partition_order(_jit.readonly(np.ascontiguousarray(rank[pid])), len(parts))
+        order, seg_all = partition_order(np.ascontiguousarray(rank[pid]), len(parts))
         seg_ptr = np.unique(seg_all).astype(np.int64) if len(df) else np.zeros(1, np.int64)
         self.order = order
         self.seg_ptr = seg_ptr

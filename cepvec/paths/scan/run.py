@@ -30,7 +30,7 @@ from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.kernels.emit import FROM_FIRST as EMIT_FROM_FIRST, WITHIN as EMIT_WITHIN, segment_emit_times
 from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
-from cepvec.kernels import _jit, scan as K
+from cepvec.kernels import scan as K
 from cepvec.paths.base import batch_end, feed
 from cepvec.runtime.output import (assemble_output, in_rank_order, internal_error, overflow_error, select_weights,
                                    sums_overflow)
@@ -334,7 +334,7 @@ class ScanRun:
         # piece's events are all below its length)
         keys = parts.keys
         n_parts = max(len(keys), 1)
-        order, seg_all = partition_order(_jit.readonly(pid), n_parts)
+        order, seg_all = partition_order(pid, n_parts)
         # columns are read in input order and their arrays gathered in partition order (df holds the
         # kernel's columns, the bits, the keys and the ids: read, not selected)
         ev_t = np.take(np.asarray(df["__t"].to_numpy(), np.int64), order)

@@ -22,7 +22,7 @@ import polars as pl
 
 from cepvec.errors import CepvecPlanError, UnsupportedByEngine
 from cepvec.runtime.prepare import Prepared
-from cepvec.kernels import _jit, trend as K
+from cepvec.kernels import trend as K
 from cepvec.paths.base import batch_end, feed
 from cepvec.runtime.output import build_output_frame, internal_error, overflow_error, select_weights
 from cepvec.paths.trend.plan import TrendPlan, build
@@ -42,7 +42,7 @@ def _gather_events(parts: list[dict], n_parts: int) -> dict:
     with ``__order`` and ``__seg`` of :func:`kernels.trend.partition_order`. One gather per array
     from the batch, in threads; the few carried events are written over it."""
     pid_all = np.concatenate([p["pid"] for p in parts]) if len(parts) > 1 else parts[0]["pid"]
-    order, seg = K.partition_order(_jit.readonly(pid_all), n_parts)
+    order, seg = K.partition_order(pid_all, n_parts)
     main = parts[-1]
     nc = len(pid_all) - len(main["pid"])  # events of the carry (before the batch's)
     local = order if not nc else np.where(order < nc, nc, order) - nc
@@ -425,7 +425,7 @@ class TrendStream:
             rest = {k: v[~sel] for k, v in st.items()}
             merged = {k: np.concatenate([rest[k]] + [r[4 + j] for r, _ in results])
                       for j, k in enumerate(("pid", "tr", "key", "vi", "vf"))}
-            o = K.partition_order(_jit.readonly(merged["pid"]), max(n_parts, 1))[0]  # stable: a counting sort
+            o = K.partition_order(merged["pid"], max(n_parts, 1))[0]  # stable: a counting sort
             self.state = {k: np.ascontiguousarray(v[o]) for k, v in merged.items()}
         elif "__next_k" in ev and (self.next_k[seg_pids] != ev["__next_k"]).any():
             p = int(seg_pids[np.flatnonzero(self.next_k[seg_pids] != ev["__next_k"])[0]])

@@ -142,12 +142,19 @@ def run(query, events, *, engine: str = "auto", time_unit: str | None = None,
     return run_engine(q, prep, choose(q, engine, prep.df.schema), numeric=numeric)
 
 
+#: Whether :func:`run` drops a window that covers its whole input (:func:`_without_covering_window`).
+#: ``cepvec.warmup.compile_kernels`` turns it off for one of its runs, so that a small sample compiles
+#: the windowed kernels a large input needs.
+DROP_COVERING_WINDOW = True
+
+
 def _without_covering_window(q: Query, prep):
     """``WITHIN w`` alone (or with EMIT CHANGES) over input whose times span less than ``w`` holds
     every match, negative ones too: the query without it has the same rows, and it runs on the
     faster paths (the Kleene paths keep per-start state under WITHIN alone: a window over ``k``
     events costs ``k`` per event and predecessor, against ``log n`` without one)."""
-    if q.window.kind not in ("within", "emit") or prep.w is None or not len(prep.times):
+    if (not DROP_COVERING_WINDOW or q.window.kind not in ("within", "emit") or prep.w is None
+            or not len(prep.times)):
         return q, prep
     if int(prep.times.max()) - int(prep.times.min()) >= prep.w:
         return q, prep

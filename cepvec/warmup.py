@@ -123,9 +123,10 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
 
     A run of a few rows skips kernels that only large inputs reach (below ``NUMPY_BELOW`` rows some
     steps run in NumPy, below ``CODED_IDS_FROM`` partition keys go through a Polars join, sorted
-    input is not sorted). Here ``sample`` runs with those thresholds at 0, as it is and with its
-    rows in reverse time order. Not while other cepvec runs are in progress in this process (the
-    thresholds are module settings).
+    input is not sorted, a ``WITHIN`` window longer than the sample's time span is dropped). Here
+    ``sample`` runs with those thresholds at 0, as it is, and with its rows in reverse time order
+    and its window kept (``cepvec.api.DROP_COVERING_WINDOW`` off). Not while other cepvec runs are
+    in progress in this process (the thresholds are module settings).
 
     Parameters
     ----------
@@ -135,7 +136,7 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
     """
     import warnings
 
-    from cepvec.api import run, run_many
+    from cepvec import api
     from cepvec.kernels import _jit
     from cepvec.runtime import partitions
 
@@ -143,16 +144,17 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
 
     df = to_polars(sample)
     many = isinstance(query, (Workload, dict, list, tuple))
-    saved = _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM
+    saved = _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW
     _jit.NUMPY_BELOW = partitions.CODED_IDS_FROM = 0
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for events in (df, df.reverse()):
+            for events, drop_window in ((df, True), (df.reverse(), False)):
+                api.DROP_COVERING_WINDOW = drop_window
                 if many:
-                    run_many(query.queries if isinstance(query, Workload) else query, events, engine=engine,
-                             numeric=numeric)
+                    api.run_many(query.queries if isinstance(query, Workload) else query, events, engine=engine,
+                                 numeric=numeric)
                 else:
-                    run(query, events, engine=engine, numeric=numeric)
+                    api.run(query, events, engine=engine, numeric=numeric)
     finally:
-        _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM = saved
+        _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW = saved

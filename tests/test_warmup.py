@@ -94,6 +94,8 @@ print("NEW", new)
 
 @pytest.mark.parametrize("text", [
     "RETURN id, COUNT(*), SUM(B.v) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50 SLIDE 10",
+    # WITHIN alone: longer than the 40 events' span (run drops such a window), shorter than the big run's
+    "RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50",
     "RETURN id, COUNT(*) PATTERN SEQ(A, B+) WHERE [id] AND B.v < NEXT(B).v GROUP-BY id WITHIN 40 SLIDE 20",
 ])
 def test_compile_kernels_covers_what_a_large_run_calls(text):

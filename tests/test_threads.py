@@ -87,6 +87,33 @@ def test_split_ranges_balances_events(monkeypatch):
     assert threads.split_ranges(sizes) == [(0, len(sizes))]
 
 
+def test_ranges_per_thread_are_taken_longest_first(monkeypatch):
+    """``per_thread`` ranges per thread cover the segments in order; ``map_threads`` starts them in
+    decreasing cost and returns the results in item order."""
+    import threading
+
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
+    monkeypatch.setattr(threads, "MIN_EVENTS_PER_THREAD", 10)
+    sizes = np.array([3] * 40 + [200] + [3] * 40)
+    ranges = threads.split_ranges(sizes, per_thread=4)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(sizes)
+    assert all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+    assert 4 <= len(ranges) <= 8
+    costs = [int(sizes[a:b].sum()) for a, b in ranges]
+    started, lock, gate = [], threading.Lock(), threading.Event()
+
+    def job(r):
+        with lock:
+            started.append(r)
+        gate.wait(5)  # the first two started hold both threads until every job is queued
+        return r
+
+    threading.Timer(0.2, gate.set).start()
+    assert threads.map_threads(job, ranges, costs=costs) == ranges
+    first = ranges[int(np.argmax(costs))]
+    assert first in started[:2]  # the range with the long segment started first
+
+
 def test_an_overflow_in_a_later_range_is_raised(monkeypatch):
     """Exact counts overflow in one partition among many: the threaded run raises as one thread does."""
     n = 400

@@ -16,6 +16,8 @@ import numpy as np
 
 #: Fewer events than this per thread are not worth a thread's hand-off.
 MIN_EVENTS_PER_THREAD = 50_000
+#: Ranges of partitions per thread for a kernel call over many partitions (:func:`split_ranges`).
+RANGES_PER_THREAD = 4
 _POOL: ThreadPoolExecutor | None = None
 _BACKGROUND: ThreadPoolExecutor | None = None
 _LOCAL = threading.local()  # .worker: this thread is one of the pool's (nested map_threads runs inline)
@@ -96,20 +98,24 @@ def in_pool(fn, *args) -> Future:
     return _IN_POOL.submit(_pool(n_threads()), fn, *args)
 
 
-def map_threads(fn, items, events: int | None = None) -> list:
+def map_threads(fn, items, events: int | None = None, costs=None) -> list:
     """``[fn(x) for x in items]``, in threads when there are several items (results in order);
     on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``,
     when called from a pool thread, while ``in_pool`` pieces are pending, or outside the background
     thread while a background job is pending (the pool is busy: the caller prepares the next piece
-    of a pipeline on its own thread while the piece before runs in the pool)."""
+    of a pipeline on its own thread while the piece before runs in the pool). ``costs`` (one per
+    item): the threads take the items in decreasing cost, each the next one when it is free
+    (longest first: a long item does not start last)."""
     items = list(items)
     k = min(len(items), n_threads()) if events is None or events >= MIN_EVENTS_PER_THREAD else 1
     if getattr(_LOCAL, "worker", False) or _IN_POOL.n or (_IN_BACKGROUND.n and not getattr(_LOCAL, "background", False)):
         k = 1
     if k <= 1:
         return [fn(x) for x in items]
-    futs = [_pool(k).submit(fn, x) for x in items]
-    return [f.result() for f in futs]
+    pool = _pool(k)
+    order = range(len(items)) if costs is None else np.argsort(-np.asarray(costs, np.float64), kind="stable")
+    futs = {int(i): pool.submit(fn, items[i]) for i in order}
+    return [futs[i].result() for i in range(len(items))]
 
 
 def halves(n: int) -> list[tuple[int, int]]:
@@ -120,12 +126,17 @@ def halves(n: int) -> list[tuple[int, int]]:
     return [(0, n // 2), (n // 2, n)]
 
 
-def split_ranges(sizes: np.ndarray, min_per_thread: int | None = None) -> list[tuple[int, int]]:
-    """Contiguous ranges of segments with about equal numbers of events, one per thread
-    (a thread gets at least ``min_per_thread`` events: less for a path whose events cost more)."""
+def split_ranges(sizes: np.ndarray, min_per_thread: int | None = None, per_thread: int = 1) -> list[tuple[int, int]]:
+    """Contiguous ranges of segments with about equal numbers of events, ``per_thread`` per thread
+    (a thread gets at least ``min_per_thread`` events: less for a path whose events cost more).
+
+    Several ranges per thread, handed out longest first (``map_threads(..., costs=)``), even out
+    what equal numbers of events do not: segments whose events cost more (a large partition searches
+    deeper trees), and a segment longer than a range (it is one range of its own)."""
     n = len(sizes)
     total = int(np.sum(sizes))
-    k = min(n_threads(), n, total // max(1, MIN_EVENTS_PER_THREAD if min_per_thread is None else min_per_thread))
+    nt = min(n_threads(), total // max(1, MIN_EVENTS_PER_THREAD if min_per_thread is None else min_per_thread))
+    k = min(n, nt * per_thread) if nt > 1 else 1
     if k <= 1:
         return [(0, n)]
     cum = np.cumsum(sizes)

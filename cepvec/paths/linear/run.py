@@ -444,7 +444,9 @@ class LinearStream(Partitions):
             return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
                                   emit_lo[a:b], emit_hi[a:b], *tail, e), e
 
-        for (out_pid, out_key, out_val), err in map_threads(run, split_ranges(seg_hi - seg_lo)):
+        sizes = seg_hi - seg_lo
+        ranges = split_ranges(sizes, per_thread=threads.RANGES_PER_THREAD)
+        for (out_pid, out_key, out_val), err in map_threads(run, ranges, costs=[sizes[a:b].sum() for a, b in ranges]):
             if err[0]:
                 self._raise_overflow(int(err[1]), int(err[2]))
             if len(out_pid):

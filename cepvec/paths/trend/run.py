@@ -413,8 +413,9 @@ class TrendStream:
                 np.int64(self.SEARCH_KEYS), np.int64(self.MAX_CELLS), err)
             return res, err
 
-        ranges = split_ranges(np.diff(seg_ptr))
-        results = map_threads(run, ranges)
+        sizes = np.diff(seg_ptr)
+        ranges = split_ranges(sizes, per_thread=threads.RANGES_PER_THREAD)
+        results = map_threads(run, ranges, costs=[sizes[a:b].sum() for a, b in ranges])
         for _, err in results:  # the first error in segment order, as one call would stop there
             if err[0]:
                 self._raise(err)

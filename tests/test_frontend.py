@@ -11,6 +11,7 @@ import math
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
@@ -455,6 +456,42 @@ def test_integer_sum_overflow_float64_mode(engine):
     assert res.schema == pl.Schema({"COUNT(*)": pl.Float64, "SUM(A.x)": pl.Float64})
     assert res["COUNT(*)"][0] == 7.0
     assert math.isclose(res["SUM(A.x)"][0], 12 * 2.0**62, rel_tol=1e-12)
+
+
+_MIN64 = -(2**63)
+
+
+@pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")  # no C in the input
+@pytest.mark.parametrize("text,types,x,ids", [
+    # 2 matches x -2^62 = -2^63: the product fits (an exact test, not |a| > MAX // |b|)
+    ("RETURN COUNT(*), SUM(B.x) PATTERN SEQ(A, B)", "AAB", [0, 0, -(2**62)], None),
+    # the partitions of a group added up (EMIT CHANGES, [id]): -2^63 fits
+    ("RETURN SUM(A.x) PATTERN SEQ(A, B) WHERE [id] EMIT CHANGES", "AAB", [-(2**62), -(2**62), 0], [1, 1, 1]),
+    ("RETURN COUNT(*), SUM(p1.x) PATTERN SEQ(A p0, NOT C m, B p1, C p2) WHERE [id] WITHIN 30 EMIT CHANGES",
+     "AAB", [-(2**62)] * 3, [1, 1, 1]),
+])
+def test_the_int64_minimum_is_not_an_overflow(engine, text, types, x, ids):
+    """docs/semantics.md: exact sums raise only when a value leaves int64; -2^63 is inside."""
+    ev = pl.DataFrame({"type": list(types), "time": [17, 21, 36], "x": x, **({"id": ids} if ids else {})})
+    assert run(text, ev, engine=engine).equals(cepvec.run(text, ev, engine="reference"))
+    if "EMIT" not in text:
+        assert run(text, ev, engine=engine)["SUM(B.x)"].to_list() == [_MIN64]
+        with pytest.raises(CepvecOverflowError):  # one match more: -3 x 2^62
+            run(text, pl.concat([ev[:1], ev]).with_columns(time=pl.Series([1, 17, 21, 36])), engine=engine)
+
+
+def test_exact_product_overflow_test_near_the_limits():
+    """``_mul_ovf`` (kernels/linear/arith.py) against Python integers on products around +-2^63."""
+    import numba
+
+    from cepvec.kernels.linear.arith import _mul_ovf
+
+    mul_ovf = numba.njit(lambda a, b: _mul_ovf(a, b))
+    edge = [0, 1, -1, 2, -2, 3, -3, 2**31, -(2**31), 2**32 - 1, 2**62, -(2**62), 2**62 + 1, 3037000499,
+            3037000500, -3037000500, 2**63 - 1, _MIN64, _MIN64 + 1]
+    for a in edge:
+        for b in edge:
+            assert mul_ovf(np.int64(a), np.int64(b)) == (not _MIN64 <= a * b < 2**63), (a, b)
 
 
 # ====================================================================== unknown event types

@@ -142,11 +142,17 @@ def _ov_big(a, b):
 def _ov_mul_ovf(a, b):
     if _is_exact(a):
         def impl(a, b):
+            # exact: the wrapped product divided by one factor gives the other back iff it did not
+            # wrap (a wrap moves the product by a multiple of 2^64, far more than |b|); -1 x -2^63 is
+            # the one product whose division itself overflows. -2^63 itself fits (2 x -2^62 does).
             if a == 0 or b == 0:
                 return False
-            if a == -_I64_MAX - 1 or b == -_I64_MAX - 1:
-                return not (a == 1 or b == 1)
-            return abs(a) > _I64_MAX // abs(b)
+            if a == -1:
+                return b == -_I64_MAX - 1
+            if b == -1:
+                return a == -_I64_MAX - 1
+            p = np.int64(np.uint64(a) * np.uint64(b))
+            return p // b != a
         return impl
 
     def impl(a, b):

@@ -327,9 +327,8 @@ class LinearStream(Partitions):
         g, t, is_emit, steps = g[order], t[order], is_emit[order], steps[order]
         start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])  # each group's running sum starts at 0
         run = _group_running_sums(steps, start)  # int64: wraps across groups, exact within one
-        if self.dtype == np.int64 and len(run):  # a group's total past int64: the same sums in float64
-            if np.abs(_group_running_sums(steps.astype(np.float64), start)).max() >= 9.2e18:
-                raise overflow_error(self.q, "when adding up the partitions of a group")
+        if self.dtype == np.int64 and len(run) and _running_sums_leave_int64(steps, start):
+            raise overflow_error(self.q, "when adding up the partitions of a group")
         at = np.flatnonzero((is_emit == 1) & (run[:, 0] != 0))
         return _first_partitions(gop, n_groups)[g[at]], t[at], run[at]
 
@@ -553,6 +552,23 @@ class LinearRun:
             st.finish()
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
+
+
+def _running_sums_leave_int64(steps: np.ndarray, start: np.ndarray) -> bool:
+    """Whether a running sum of :func:`_group_running_sums` (int64 ``steps``, a new sum at each row of
+    ``start``) leaves int64: estimated in float64, and where the estimate comes near the limit, summed
+    exactly in Python integers (-2^63 itself fits)."""
+    if np.abs(_group_running_sums(steps.astype(np.float64), start)).max() < 9.2e18:
+        return False
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    starts = set(start.tolist())
+    for j in range(steps.shape[1]):
+        total = 0
+        for i, v in enumerate(steps[:, j].tolist()):
+            total = v if i in starts else total + v
+            if not lo <= total <= hi:
+                return True
+    return False
 
 
 def _first_partitions(gop: np.ndarray, n_groups: int) -> np.ndarray:

@@ -199,8 +199,8 @@ def _ov_delta(new, old):
             return new
         return impl
 
-    def impl(new, old):
-        return new - old
+    def impl(new, old):  # the same infinity again adds nothing (inf - inf would make the total NaN)
+        return _zero(new) if new == old else new - old
     return impl
 
 

@@ -314,6 +314,8 @@ class LinearStream(Partitions):
         pid, key, val = pid[order], key[order], val[order]
         delta = val.copy()
         delta[1:] -= val[:-1]
+        if delta.dtype.kind == "f":  # the same infinity again adds nothing (inf - inf would be NaN)
+            delta[1:][val[1:] == val[:-1]] = 0
         first = np.ones(len(pid), np.bool_)
         first[1:] = pid[1:] != pid[:-1]
         delta[first] = val[first]

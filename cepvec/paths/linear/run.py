@@ -313,7 +313,8 @@ class LinearStream(Partitions):
         order = np.argsort(pid, kind="stable")  # a partition's rows arrive in time order
         pid, key, val = pid[order], key[order], val[order]
         delta = val.copy()
-        delta[1:] -= val[:-1]
+        with np.errstate(invalid="ignore"):  # inf - inf: set to 0 below
+            delta[1:] -= val[:-1]
         if delta.dtype.kind == "f":  # the same infinity again adds nothing (inf - inf would be NaN)
             delta[1:][val[1:] == val[:-1]] = 0
         first = np.ones(len(pid), np.bool_)

@@ -146,8 +146,9 @@ class Partitions:
         n0 = len(self.keys)
         if len(vals) < _jit.NUMPY_BELOW:
             vmin, vmax = (int(vals.min()), int(vals.max())) if len(vals) else (0, -1)
-        else:
-            vmin, vmax = (int(v) for v in min_max(vals))
+        else:  # the halves of a long column in two threads
+            bounds = threads.map_threads(lambda r: min_max(vals[r[0]:r[1]]), threads.halves(len(vals)))
+            vmin, vmax = min(int(lo) for lo, _ in bounds), max(int(hi) for _, hi in bounds)
         if vmax - vmin < min(1 << 20, 8 * len(vals) + 1024):
             # small key range: a direct table (the hash table is rebuilt when next needed)
             direct = np.full(vmax - vmin + 1, -1, np.int64)
@@ -334,5 +335,6 @@ def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: n
     unseen = remap < 0
     remap[unseen] = n0 + len(first0) + np.arange(int(unseen.sum()), dtype=np.int64)
     direct[new1[unseen] - vmin] = remap[unseen]
-    renumber_new(ids[m:], n0, remap)
+    rest = ids[m:]
+    threads.map_threads(lambda r: renumber_new(rest[r[0]:r[1]], n0, remap), threads.halves(len(rest)))
     return np.concatenate([first0, m + first1[unseen]])

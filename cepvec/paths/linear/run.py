@@ -561,16 +561,19 @@ def _running_sums_leave_int64(steps: np.ndarray, start: np.ndarray) -> bool:
     """Whether a running sum of :func:`_group_running_sums` (int64 ``steps``, a new sum at each row of
     ``start``) leaves int64: estimated in float64, and where the estimate comes near the limit, summed
     exactly in Python integers (-2^63 itself fits)."""
-    if np.abs(_group_running_sums(steps.astype(np.float64), start)).max() < 9.2e18:
+    near = np.abs(_group_running_sums(steps.astype(np.float64), start)).max(axis=1) >= 9.2e18
+    if not near.any():
         return False
     lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-    starts = set(start.tolist())
-    for j in range(steps.shape[1]):
-        total = 0
-        for i, v in enumerate(steps[:, j].tolist()):
-            total = v if i in starts else total + v
-            if not lo <= total <= hi:
-                return True
+    for a, b in zip(start.tolist(), [*start[1:].tolist(), len(steps)]):
+        if not near[a:b].any():  # only the groups whose estimate comes near the limit
+            continue
+        for j in range(steps.shape[1]):
+            total = 0
+            for v in steps[a:b, j].tolist():
+                total += v
+                if not lo <= total <= hi:
+                    return True
     return False
 
 

@@ -37,28 +37,6 @@ def pytest_configure(config):
     # read by tests/strategies.py when the test modules are imported (after this hook, also on xdist workers)
     if config.getoption("--slow"):
         os.environ["CEPVEC_TESTS"] = "slow"
-    workers = getattr(config.option, "numprocesses", None)
-    if workers and not hasattr(config, "workerinput") and os.environ.get("CEPVEC_TEST_PREWARM", "1") == "1":
-        _prewarm_kernels()
-
-
-def _prewarm_kernels() -> None:
-    """Under pytest-xdist, before the workers start: compile the kernel specialisations the suite meets
-    (recorded in ``tests/fixtures/kernel_signatures.json``), spread over the cores, into the Numba cache the
-    workers then load (``tests/kernel_signatures.py`` says why and how to regenerate the record). A cache
-    that already holds them loads them in seconds. ``CEPVEC_TEST_PREWARM=0`` turns it off; a failure here
-    only leaves the compiling to the tests."""
-    from tests.kernel_signatures import compile_recorded
-
-    try:
-        stale = compile_recorded()
-    except Exception as err:  # noqa: BLE001 (the tests compile what they need themselves)
-        warnings.warn(f"pre-compiling the kernels failed: {err!r}", stacklevel=1)
-        return
-    if stale:
-        warnings.warn(f"{len(stale)} recorded kernel specialisations no longer match their kernels (regenerate "
-                      f"tests/fixtures/kernel_signatures.json, see tests/kernel_signatures.py); first: {stale[0]}",
-                      stacklevel=1)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers

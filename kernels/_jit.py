@@ -9,15 +9,128 @@ semantics.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import inspect
+import os
+import time
 
 import numba
+import numba.core.caching
 import numba.core.cgutils
 import numba.extending
 import numpy as np
 
-jit = numba.njit(cache=True, nogil=True)
+try:
+    import fcntl
+except ImportError:  # Windows: each process compiles what it misses, as plain Numba does
+    fcntl = None
+
+#: How long a process waits for another to compile a specialisation before compiling it itself.
+COMPILE_WAIT_S = 600.0
+
+
+class _CompileOnce(numba.core.caching.FunctionCache):
+    """Numba's on-disk cache, plus: a specialisation missing from the cache is compiled by one process.
+
+    Processes that share a cache (the Python workers of a Spark executor, ``cepvec.warmup``'s workers,
+    pytest-xdist workers) used to compile the same cold kernel side by side, each for seconds to tens
+    of seconds. On a miss, this cache takes an exclusive lock on a file beside the cache entries
+    (``<name>.<signature hash>.lock``), then looks again: a process that waited finds what the other
+    compiled and loads it. The lock is held from the miss until the compiled code is saved (or the
+    compile fails, see :func:`_compile_once`). Locks are taken inside Numba's compiler lock, a caller's
+    before its callees', so processes cannot wait on each other in a cycle; a process that waits longer
+    than :data:`COMPILE_WAIT_S` compiles anyway. Without ``fcntl`` (Windows), or where the lock file
+    cannot be written, it is Numba's cache unchanged."""
+
+    def _lock_path(self, what: str) -> str | None:
+        try:
+            self._impl.locator.ensure_cache_path()
+        except OSError:
+            return None
+        digest = hashlib.sha1(what.encode()).hexdigest()[:16]
+        return os.path.join(self._cache_path, f"{self._impl.filename_base}.{digest}.lock")
+
+    def load_overload(self, sig, target_context):
+        cres = super().load_overload(sig, target_context)
+        if cres is not None or fcntl is None or not self._enabled:
+            return cres
+        held = self.__dict__.setdefault("_held", {})
+        if str(sig) in held:  # a recursive compile of the same specialisation
+            return None
+        fd = _lock(self._lock_path(str(sig)))
+        if fd is None:
+            return None
+        cres = super().load_overload(sig, target_context)  # compiled while this process waited?
+        if cres is not None:
+            _unlock(fd)
+            return cres
+        held[str(sig)] = fd
+        return None
+
+    def save_overload(self, sig, data):
+        try:  # one writer of the function's index at a time (two at once can lose an entry)
+            fd = _lock(self._lock_path("index")) if fcntl is not None and self._enabled else None
+            try:
+                super().save_overload(sig, data)
+            finally:
+                if fd is not None:
+                    _unlock(fd)
+        finally:
+            self.release(sig)
+
+    def release(self, sig) -> None:
+        fd = self.__dict__.get("_held", {}).pop(str(sig), None)
+        if fd is not None:
+            _unlock(fd)
+
+
+def _lock(path: str | None):
+    """An open descriptor holding an exclusive lock on ``path``, or None (no lock to be had)."""
+    if path is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:  # a read-only cache directory: nothing to coordinate
+        return None
+    deadline = time.monotonic() + COMPILE_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+        except OSError:  # a file system without locks
+            os.close(fd)
+            return None
+
+
+def _unlock(fd: int) -> None:
+    os.close(fd)  # closing the descriptor releases its lock
+
+
+def _compile_once(dispatcher):
+    """``dispatcher`` with the cache of :class:`_CompileOnce`; a compile that raises (Numba asking for
+    literal arguments, a typing error) releases its lock too."""
+    dispatcher._cache.__class__ = _CompileOnce
+    compile_ = dispatcher.compile
+
+    def compile(sig):
+        try:
+            return compile_(sig)
+        finally:
+            dispatcher._cache.release(sig)
+
+    dispatcher.compile = compile
+    return dispatcher
+
+
+def jit(fn):
+    """Compile ``fn`` with Numba: ``cache=True``, ``nogil=True``, compiled once per cache (see :class:`_CompileOnce`)."""
+    return _compile_once(numba.njit(cache=True, nogil=True)(fn))
 
 
 def readonly(a):
@@ -76,7 +189,9 @@ def jit_reading(*names: str):
 # which measured 60-100 ns per call with 5-8 arrays (several times the work
 # itself). LLVM-level inlining costs little compile time, unlike Numba's
 # IR-level ``inline="always"`` (35 s on the kernels); keep these helpers small.
-jit_inline = numba.njit(cache=True, nogil=True, forceinline=True)
+def jit_inline(fn):
+    """:func:`jit`, marked ``alwaysinline`` for LLVM."""
+    return _compile_once(numba.njit(cache=True, nogil=True, forceinline=True)(fn))
 
 #: Below this many elements, small helper steps (a minimum and maximum, ordering ties or output rows)
 #: run in NumPy instead of their Numba kernels: as fast at that size, and a first run on a cold cache

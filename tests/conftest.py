@@ -44,6 +44,9 @@ def pytest_collection_modifyitems(config, items):
     for it in items:  # under pytest-xdist (--dist loadgroup) every Spark test runs in one worker: one JVM
         if it.get_closest_marker("spark"):
             it.add_marker(pytest.mark.xdist_group("spark"))
+    # the Spark tests first: the largest unit of work starts at once, and the run ends on small tests that
+    # spread over every worker (placed among the other files, the group left one worker idle for a minute)
+    items.sort(key=lambda it: it.get_closest_marker("spark") is None)
     if config.getoption("--slow"):
         return
     slow = [it for it in items if it.get_closest_marker("slow")]

@@ -1,8 +1,11 @@
-"""``kernels/_jit.py::jit_reading``: a kernel's input arrays reach it read-only, however the caller holds them."""
+"""``kernels/_jit.py``: inputs passed read-only (``jit_reading``), and a cold kernel compiled by one process."""
 
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -31,3 +34,68 @@ def test_the_wrapper_is_the_kernel_for_pickle_and_introspection():
 def test_an_unknown_input_name_is_refused():
     with pytest.raises(TypeError, match="has no parameter 'values'"):
         _jit.jit_reading("values")(lambda vals: vals)
+
+
+_MODULE = """
+from cepvec.kernels._jit import jit
+
+@jit
+def kernel(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        for j in range(i, x.shape[0]):
+            if x[i] < x[j]:
+                s += x[i] * x[j] - (x[j] if s > 3.0 else x[i]) / (1.0 + abs(s))
+            elif x[i] > 2.0 * x[j]:
+                s -= (x[i] - x[j]) ** 2 % 7.0
+    return s
+"""
+
+_RACE = """
+import os, sys, time
+import numpy as np
+import coldmod
+me, other = sys.argv[1], sys.argv[2]
+open(me, "w").close()
+while not os.path.exists(other):  # both processes call the cold kernel at the same moment
+    time.sleep(0.001)
+print(coldmod.kernel(np.arange(5.0)), sum(coldmod.kernel.stats.cache_misses.values()))
+"""
+
+
+def test_processes_sharing_a_cache_compile_a_cold_kernel_once(tmp_path):
+    """Two processes call the same uncompiled kernel at once: one compiles it, the other waits for the
+    lock and loads it from the cache (plain Numba compiles it in both)."""
+    (tmp_path / "coldmod.py").write_text(textwrap.dedent(_MODULE))
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", _RACE, str(tmp_path / a), str(tmp_path / b)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for a, b in (("a", "b"), ("b", "a"))]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    results = [out.split() for out, _ in outs]
+    assert results[0][0] == results[1][0]
+    assert sorted(int(r[1]) for r in results) == [0, 1], results  # cache misses: one compiled, one loaded
+    assert list((tmp_path / "cache").glob("**/coldmod.kernel-*.lock"))
+
+
+def test_a_compile_that_fails_releases_its_lock(tmp_path):
+    """A kernel that does not type-check raises, and leaves no lock behind: the next try raises the same
+    error at once instead of waiting for a lock this process still holds."""
+    import importlib
+
+    (tmp_path / "badmod.py").write_text("from cepvec.kernels._jit import jit\n\n@jit\ndef kernel(x):\n"
+                                        "    return x.no_such_attribute\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        badmod = importlib.import_module("badmod")
+        import numba
+
+        for _ in range(2):
+            with pytest.raises(numba.core.errors.TypingError):
+                badmod.kernel(np.arange(3.0))
+        assert not badmod.kernel._cache.__dict__.get("_held")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("badmod", None)

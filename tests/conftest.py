@@ -37,6 +37,28 @@ def pytest_configure(config):
     # read by tests/strategies.py when the test modules are imported (after this hook, also on xdist workers)
     if config.getoption("--slow"):
         os.environ["CEPVEC_TESTS"] = "slow"
+    workers = getattr(config.option, "numprocesses", None)
+    if workers and not hasattr(config, "workerinput") and os.environ.get("CEPVEC_TEST_PREWARM", "1") == "1":
+        config._cepvec_prewarm = _start_prewarm()
+
+
+def pytest_unconfigure(config):
+    proc = getattr(config, "_cepvec_prewarm", None)
+    if proc is not None and proc.poll() is None:  # not done yet (a short selection of tests): stop it
+        os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+def _start_prewarm():
+    """Under pytest-xdist: compile the kernel specialisations the suite meets (recorded in
+    ``tests/fixtures/kernel_signatures.json``) into the Numba cache, one process per core beside the
+    workers (``tests/kernel_signatures.py`` says why, and how to regenerate the record).
+    ``CEPVEC_TEST_PREWARM=0`` turns it off."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "tests.kernel_signatures", "compile"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, start_new_session=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers

@@ -36,7 +36,7 @@ class _CompileOnce(numba.core.caching.FunctionCache):
     Processes that share a cache (the Python workers of a Spark executor, ``cepvec.warmup``'s workers,
     pytest-xdist workers) used to compile the same cold kernel side by side, each for seconds to tens
     of seconds. On a miss, this cache takes an exclusive lock on a file beside the cache entries
-    (``<name>.<signature hash>.lock``), then looks again: a process that waited finds what the other
+    (``<name>.<signature hash>.lock``, a POSIX record lock), then looks again: a process that waited finds what the other
     compiled and loads it. The lock is held from the miss until the compiled code is saved (or the
     compile fails, see :func:`_compile_once`). Locks are taken inside Numba's compiler lock, a caller's
     before its callees', so processes cannot wait on each other in a cycle; a process that waits longer
@@ -96,9 +96,11 @@ def _lock(path: str | None):
     deadline = time.monotonic() + COMPILE_WAIT_S
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # a POSIX record lock: held by this process only (a child forked meanwhile does not hold
+            # it); this process opens a lock file once at a time, inside Numba's compiler lock
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
-        except BlockingIOError:
+        except (BlockingIOError, PermissionError):  # held by another process
             if time.monotonic() > deadline:
                 os.close(fd)
                 return None

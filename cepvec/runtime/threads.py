@@ -20,6 +20,7 @@ MIN_EVENTS_PER_THREAD = 50_000
 RANGES_PER_THREAD = 4
 _POOL: ThreadPoolExecutor | None = None
 _BACKGROUND: ThreadPoolExecutor | None = None
+_PIECES: ThreadPoolExecutor | None = None
 _LOCAL = threading.local()  # .worker: this thread is one of the pool's (nested map_threads runs inline)
 _LOCK = threading.Lock()
 
@@ -92,10 +93,20 @@ def in_background(fn) -> Future:
 
 
 def in_pool(fn, *args) -> Future:
-    """``fn(*args)`` in a thread of the pool: independent pieces of work side by side (a
+    """``fn(*args)`` in a thread of the piece pool: independent pieces of work side by side (a
     ``map_threads`` inside ``fn`` runs on that thread, so pool threads never wait on the pool;
-    nor does a ``map_threads`` of the caller while such pieces are pending: it runs inline)."""
-    return _IN_POOL.submit(_pool(n_threads()), fn, *args)
+    nor does a ``map_threads`` of the caller while such pieces are pending: it runs inline).
+    The pool has one thread more than :func:`n_threads`: a piece prepares its arrays in NumPy
+    (holding the GIL often) before its kernel (without it), and the extra thread prepares the next
+    piece while the others run kernels (the scan path on 2 cores: 10-14% less time, interleaved
+    runs, docs/performance.md)."""
+    global _PIECES
+    n = n_threads() + 1
+    if _PIECES is None or _PIECES._max_workers != n:  # noqa: SLF001 (CEPVEC_NUM_THREADS changed)
+        if _PIECES is not None:
+            _PIECES.shutdown(wait=False)  # its pending pieces finish
+        _PIECES = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cepvec-piece", initializer=_mark_worker)
+    return _IN_POOL.submit(_PIECES, fn, *args)
 
 
 def map_threads(fn, items, events: int | None = None, costs=None) -> list:

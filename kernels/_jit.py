@@ -35,13 +35,13 @@ class _CompileOnce(numba.core.caching.FunctionCache):
 
     Processes that share a cache (the Python workers of a Spark executor, ``cepvec.warmup``'s workers,
     pytest-xdist workers) used to compile the same cold kernel side by side, each for seconds to tens
-    of seconds. On a miss, this cache takes an exclusive lock on a file beside the cache entries
-    (``<name>.<signature hash>.lock``, a POSIX record lock), then looks again: a process that waited finds what the other
-    compiled and loads it. The lock is held from the miss until the compiled code is saved (or the
-    compile fails, see :func:`_compile_once`). Locks are taken inside Numba's compiler lock, a caller's
-    before its callees', so processes cannot wait on each other in a cycle; a process that waits longer
-    than :data:`COMPILE_WAIT_S` compiles anyway. Without ``fcntl`` (Windows), or where the lock file
-    cannot be written, it is Numba's cache unchanged."""
+    of seconds. On a miss, this cache takes an exclusive lock (a POSIX record lock) on a file beside
+    the cache entries, ``<name>.<signature hash>.lock``, then looks again: a process that waited finds
+    what the other compiled and loads it. The lock is held from the miss until the compiled code is
+    saved (or the compile fails, see :func:`_compile_once`). Locks are taken inside Numba's compiler
+    lock, a caller's before its callees', so processes cannot wait on each other in a cycle; a process
+    that waits longer than :data:`COMPILE_WAIT_S` compiles anyway. Without ``fcntl`` (Windows), or
+    where the lock file cannot be written, it is Numba's cache unchanged."""
 
     def _lock_path(self, what: str) -> str | None:
         try:
@@ -131,7 +131,7 @@ def _compile_once(dispatcher):
 
 
 def jit(fn):
-    """Compile ``fn`` with Numba: ``cache=True``, ``nogil=True``, compiled once per cache (see :class:`_CompileOnce`)."""
+    """``fn`` compiled by Numba with ``cache=True`` and ``nogil=True``, once per cache (:class:`_CompileOnce`)."""
     return _compile_once(numba.njit(cache=True, nogil=True)(fn))
 
 

@@ -1,4 +1,4 @@
-"""The kernel specialisations the test suite compiles, recorded once, compiled up front on every core.
+"""The kernel specialisations the test suite compiles, recorded once, compiled beside the workers.
 
 A fresh clone has an empty Numba cache, and the suite meets some 180 kernel
 specialisations (value dtypes, read-only flags, Arrow and Polars inputs, the

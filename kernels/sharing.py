@@ -352,7 +352,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     use_mask = Rp <= MASK_BITS
     Q = len(qleaf)
     cap = len(out_q)
-    n_out = 0
+    n_out = np.int64(0)
     has_pred = pm.shape[1] > 0
     one = C.dtype.type(1)
     zero = C.dtype.type(0)
@@ -386,7 +386,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     wj_slot = np.empty(wcap, np.int64)
     wj_old = np.empty(wcap, C.dtype)
     wj_reset = np.zeros(wcap, np.bool_)
-    n_wj = 0
+    n_wj = np.int64(0)
     has_end = end_ptr[-1] > 0
     has_start = start_ptr[-1] > 0
     j_part = np.empty(jcap, np.int64)
@@ -394,7 +394,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
     j_slot = np.empty(jcap, np.int64)
     j_old = np.empty(jcap, C.dtype)
     j_reset = np.zeros(jcap, np.bool_)  # the entry's counter was reset at this time already
-    n_j = 0
+    n_j = np.int64(0)
     j_time = NO_TAG
     within = mode == MODE_WITHIN
     # EMIT CHANGES: the (partition, leaf) pairs with an END event at the current time stamp
@@ -411,7 +411,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         most_parts = max(most_parts, grp_ptr[gr + 1] - grp_ptr[gr])
     pend_p = np.empty(longest * most_leaves if emit else 0, np.int64)
     pend_lf = np.empty(longest * most_leaves if emit else 0, np.int64)
-    n_pend = 0
+    n_pend = np.int64(0)
     for i in range(start, n):
         c = codes[i]
         p = pid[i]
@@ -421,7 +421,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 n_out = _emit_changes(pend_p, pend_lf, n_pend, times[i - 1], w, within, leaf_node, lf_ptr, lf_rows,
                                       node_kind, first, is_int, C, ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v,
                                       n_out)
-                n_pend = 0
+                n_pend = np.int64(0)
                 if n_out < 0:
                     return -2, i, 0
             # a new time stamp: its events open at most Rw windows each, every opening emitting Q rows;
@@ -479,8 +479,8 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         resets = reset_ptr[c + 1] > reset_ptr[c] or ends
         tie = tie_prev[i] or tie_next[i] or resets
         if tie and t != j_time:
-            n_j = 0  # the journal holds the first changes at time t, of every partition
-            n_wj = 0
+            n_j = np.int64(0)  # the journal holds the first changes at time t, of every partition
+            n_wj = np.int64(0)
             j_time = t
         for a in range(type_ptr[c], type_ptr[c + 1]):
             node = type_nodes[a]
@@ -637,7 +637,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
 @jit
 def emit_open(W, wtag, slot_k, leaf_of, qleaf, out_q, out_p, out_k, out_v):
     """Rows of every open window (the end of the input); the buffers hold ``P * Rw * Q`` rows."""
-    n_out = 0
+    n_out = np.int64(0)
     for p in range(W.shape[0]):
         for r in range(W.shape[2]):
             k = slot_k[p, r]

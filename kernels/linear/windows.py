@@ -532,7 +532,7 @@ def _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times
     out_pid = np.empty(ocap, np.int64)
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
-    n_out = 0
+    n_out = np.int64(0)  # typed: a literal 0 compiles the helper twice (literal, then int64)
     fcap = np.int64(64)
     Wk = _flat_workspace(D, fcap, v0)
     for sg in range(seg_lo.shape[0]):
@@ -575,7 +575,7 @@ def _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, e
     out_pid = np.empty(ocap, np.int64)
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
-    n_out = 0
+    n_out = np.int64(0)  # typed: a literal 0 compiles the helper twice (literal, then int64)
     fcap = np.int64(64)
     Wk = _flat_workspace(D, fcap, v0)
     for sg in range(seg_lo.shape[0]):
@@ -585,9 +585,9 @@ def _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, e
         n_save = n_out
         while True:
             k = next_k[pid]
-            e_r = 0
-            f_lo_r = 0
-            f_hi_r = 0
+            e_r = np.int64(0)
+            f_lo_r = np.int64(0)
+            f_hi_r = np.int64(0)
             n_out = n_save
             while True:
                 status, n_out, k, need, t_err, e_r, f_lo_r, f_hi_r = _slide_fast(
@@ -631,7 +631,7 @@ def _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_
     out_pid = np.empty(ocap, np.int64)
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
-    n_out = 0
+    n_out = np.int64(0)  # typed: a literal 0 compiles the helper twice (literal, then int64)
     Xv = np.zeros((D, 1), v0.dtype)
     for sg in range(seg_lo.shape[0]):
         n_save = n_out

@@ -350,7 +350,9 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
     scalar = single and Ri == 1 and Rf == 0 and NM == 0
     # scratch of one segment, allocated once for the longest (many tiny partitions: one allocation
     # per array, not one per partition); a segment uses the first n rows
-    nmax = 0
+    # counters and bounds passed to helpers are typed: a literal 0 compiles the helper twice (literal, then int64)
+    nmax = np.int64(0)
+    zero = np.int64(0)
     for sg in range(seg_ptr.shape[0] - 1):
         nmax = max(nmax, seg_ptr[sg + 1] - seg_ptr[sg])
     cand, mask, sI, sF, sN = eval_scratch(max_depth, nmax)
@@ -462,7 +464,7 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
         for i in range(n):
             blo[i] = 0
             bhi[i] = 1
-        nsb = 0
+        nsb = np.int64(0)
         kb = seg_kbase[sg]
         if mode == MODE_SLIDE:
             for i in range(lo, hi):
@@ -485,8 +487,8 @@ def run_scan(mode, w, s, check, done, bound, seg_ptr, seg_pid, seg_kbase, out_pt
                         break
             for i in range(lo, hi):
                 t = ev_t[i]
-                blo[i - lo] = _lower(SB, 0, nsb, t - w + 1)
-                bhi[i - lo] = _lower(SB, 0, nsb, t + 1)
+                blo[i - lo] = _lower(SB, zero, nsb, t - w + 1)
+                bhi[i - lo] = _lower(SB, zero, nsb, t + 1)
         # ---- value rows: offsets of every (event, main occurrence)
         for i in range(n):
             for o in range(n_occ):

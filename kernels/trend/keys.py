@@ -25,7 +25,7 @@ def _position(ks, lo, hi, x, upper):
 @jit_inline
 def _lower(ks, lo, hi, x):
     """First index in [lo, hi) with ks[i] >= x; ``ks`` sorted."""
-    return _position(ks, lo, hi, x, False)
+    return _position(ks, lo, hi, x, np.bool_(False))  # not the literal: one specialisation of _position
 
 
 #: Below this many keys :func:`sort_keys` is an insertion sort; callers in loops over many small

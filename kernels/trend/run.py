@@ -247,7 +247,7 @@ def run_segments(mode, w, s, W, check, limit,
                         small_sort(KS, KV, a, n)
                     else:
                         sort_keys(KS, KV, a, n, KT, KVT)
-                    m = 0
+                    m = np.int64(0)  # not the literal: one specialisation of _query_index
                     for i in range(a, n):  # distinct keys; an event's key is the rank m - 1
                         if m == 0 or KS[i] != KS[a + m - 1]:
                             KS[a + m] = KS[i]
@@ -285,7 +285,7 @@ def run_segments(mode, w, s, W, check, limit,
                         QRY[x] = _query_index(kind, p, m, KS, a, thr)
                     if nt_ > t0:
                         sort_keys(KS, KV, t0, nt_, KT, KVT)
-                        p = 0
+                        p = np.int64(0)  # not the literal: one specialisation of _query_index
                         for j in range(t0, nt_):
                             thr = KS[j]
                             while p < m and (KS[a + p] < thr or (upper and KS[a + p] == thr)):

@@ -285,7 +285,7 @@ def run_segments(mode, w, s, W, check, limit,
                         QRY[x] = _query_index(kind, p, m, KS, a, thr)
                     if nt_ > t0:
                         sort_keys(KS, KV, t0, nt_, KT, KVT)
-                        p = np.int64(0)  # not the literal: one specialisation of _query_index
+                        p = 0
                         for j in range(t0, nt_):
                             thr = KS[j]
                             while p < m and (KS[a + p] < thr or (upper and KS[a + p] == thr)):

@@ -47,6 +47,8 @@ def sweep_size(n: int) -> int:
 TYPES = "ABCD"
 SCHEMA = {"type": pl.String, "time": pl.Int64, "id": pl.Int64, "x": pl.Int64, "v": pl.Float64}
 FLOATS = (-1.5, 0.0, 0.25, 1.0, 2.5, 4.0, float("nan"))  # NaN acts as null (docs/semantics.md 2.4)
+#: with infinities, which are values (docs/semantics.md 2.5)
+FLOATS_INF = FLOATS + (float("inf"), float("-inf"))
 
 
 # --------------------------------------------------------------------------- streams
@@ -57,7 +59,7 @@ def make_frame(events: list[tuple]) -> pl.DataFrame:
 
 
 @st.composite
-def event_lists(draw, max_events: int = 8, max_time: int = 7, types=TYPES):
+def event_lists(draw, max_events: int = 8, max_time: int = 7, types=TYPES, floats=FLOATS):
     # weighted towards longer streams: short ones rarely hold a match
     n = min(max_events, draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 6, 7, 7, 8, 8, 8])))
     times = sorted(draw(st.lists(st.integers(0, max_time), min_size=n, max_size=n)))
@@ -68,14 +70,14 @@ def event_lists(draw, max_events: int = 8, max_time: int = 7, types=TYPES):
             t,
             draw(st.one_of(st.sampled_from([0, 1]), st.none()) if draw(st.integers(0, 5)) else st.none()),
             draw(st.sampled_from([-1, 0, 1, 2, 3, None])),
-            draw(st.sampled_from(FLOATS)),
+            draw(st.sampled_from(floats)),
         ))
     return out
 
 
-def streams(max_events: int = 8, max_time: int = 7, types=TYPES):
-    """Small event streams as Polars DataFrames (types drawn from ``types``)."""
-    return event_lists(max_events, max_time, types).map(make_frame)
+def streams(max_events: int = 8, max_time: int = 7, types=TYPES, floats=FLOATS):
+    """Small event streams as Polars DataFrames (types drawn from ``types``, ``v`` from ``floats``)."""
+    return event_lists(max_events, max_time, types, floats).map(make_frame)
 
 
 # --------------------------------------------------------------------------- patterns

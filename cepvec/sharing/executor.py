@@ -167,13 +167,30 @@ class SharedRun:
                       for n in self.names}
         weights: dict[tuple[str, str], int] = {}
         self.weight_query: dict[tuple[str, str], Query] = {}  # a query reading it (MIN / MAX key errors)
+        schema = prep.df.schema
         chans = []
+        # float sums of a query that takes back (a negation after a position): a negation takes a prefix's
+        # or a window's earlier value back by subtraction, and inf - inf is NaN. Such a sum is three
+        # channels, each exact under subtraction: its finite values, and the number of matches holding
+        # +inf and -inf (combined in _values)
+        self.inf_chans: dict[str, dict[int, tuple[int, int, int]]] = {}  # query -> component -> channels
         for n in self.names:
-            for c in self.plans[n].components:
-                self.weight_query.setdefault((c.attr, c.kind), queries[n])
-            pos = positions_of(queries[n])
-            chans.append([(pos.index(c.occs[0]) + 1, weights.setdefault((c.attr, c.kind), len(weights)),
-                           _KINDS[c.kind]) for c in self.plans[n].components if c.kind != "count"])
+            q, comps = queries[n], self.plans[n].components
+            takes_back = numeric != "int64" and any(step[2] for step in steps_of(q))
+            split = {k for k, c in enumerate(comps) if takes_back and c.kind == "sum" and schema[c.attr].is_float()}
+            kinds = [(c.attr, "finite" if k in split else c.kind) for k, c in enumerate(comps)]
+            for c, key in zip(comps, kinds):
+                self.weight_query.setdefault(key, q)
+            pos = positions_of(q)
+            ch = [(pos.index(c.occs[0]) + 1, weights.setdefault(key, len(weights)), _KINDS[key[1]])
+                  for c, key in zip(comps, kinds) if c.kind != "count"]
+            at = {k: j for j, k in enumerate(k for k, c in enumerate(comps) if c.kind != "count")}
+            self.inf_chans[n] = {}
+            for k in sorted(split):
+                self.inf_chans[n][k] = (at[k], len(ch), len(ch) + 1)
+                ch += [(pos.index(comps[k].occs[0]) + 1, weights.setdefault((comps[k].attr, kind), len(weights)),
+                        K.KIND_COUNT) for kind in ("+inf", "-inf")]
+            chans.append(ch)
         self.weights = list(weights)
         self.chan_kinds = [[k for _, _, k in ch] for ch in chans]
         self.trie = Trie([steps_of(queries[n]) for n in self.names], chans)
@@ -184,8 +201,8 @@ class SharedRun:
                 exprs.setdefault(local_key(q, o), q.local.get(o, ()))
         self.pred_exprs = [predicate_mask(exprs[key]).alias(f"__pred{j}") for j, key in enumerate(self.trie.preds)]
         target = pl.Int64 if numeric == "int64" else pl.Float64
-        self.weight_exprs = [component_weight(attr, kind, target).alias(f"__w{j}")
-                             for j, (attr, kind) in enumerate(self.weights) if kind in ("sum", "nonnull")]
+        self.weight_exprs = [_weight(attr, kind, target).alias(f"__w{j}")
+                             for j, (attr, kind) in enumerate(self.weights) if kind not in ("min", "max")]
         self.parent = np.array(self.trie.parent, np.int64)
         self.node_w = np.array(self.trie.w, np.int64)
         self.node_kind = np.array(self.trie.kind, np.int64)
@@ -234,7 +251,6 @@ class SharedRun:
         self.lf_ptr[1:] = np.cumsum([len(x) for x in by_leaf])
         self.lf_rows = np.array([r for x in by_leaf for r in x], np.int64)
         self.dtype = np.int64 if numeric == "int64" else np.float64
-        schema = prep.df.schema
         self.parts = Partitions(q0, {c: schema[c] for c in q0.partition_by})
         self._group_arrays = None
         self._alloc(0)
@@ -461,6 +477,11 @@ class SharedRun:
             else:
                 vals[f"__v{1 + k}"] = part[f"__c{j}"]
                 j += 1
+        for k, (fin, pos, neg) in self.inf_chans[name].items():  # IEEE: +inf and -inf together are NaN
+            pinf, ninf = pl.col(f"__c{pos}") > 0, pl.col(f"__c{neg}") > 0
+            vals[f"__v{1 + k}"] = part.select(
+                pl.when(pinf & ninf).then(float("nan")).when(pinf).then(float("inf")).when(ninf).then(float("-inf"))
+                .otherwise(pl.col(f"__c{fin}"))).to_series()
         return vals
 
     def _frames_by_partition(self, base: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -483,7 +504,19 @@ class SharedRun:
 #: slot; the time of each ordinal slot, and (last ordinal, its time, oldest live ordinal) (WITHIN alone)
 _C, _CTAG, _MASK, _W, _WTAG, _SLOT_K, _LN, _PN, _FL, _OT, _ON = range(11)
 
-_KINDS = {"sum": K.KIND_SUM, "nonnull": K.KIND_COUNT, "min": K.KIND_MAX, "max": K.KIND_MAX}
+_KINDS = {"sum": K.KIND_SUM, "finite": K.KIND_SUM, "nonnull": K.KIND_COUNT, "min": K.KIND_MAX, "max": K.KIND_MAX}
+
+
+def _weight(attr: str, kind: str, target) -> pl.Expr:
+    """The weight column of a channel: a component's (:func:`component_weight`), or of a float sum split
+    in three (``SharedRun``): ``finite``, the sum's weight with the infinities as 0; ``+inf`` and ``-inf``,
+    1 where the attribute holds that infinity."""
+    if kind == "finite":
+        v = pl.col(attr)
+        return pl.when(v.is_infinite()).then(0.0).otherwise(component_weight(attr, "sum", target)).cast(target)
+    if kind in ("+inf", "-inf"):
+        return (pl.col(attr) == float(kind)).fill_null(False).cast(target)
+    return component_weight(attr, kind, target)
 
 
 def runs_shared(q: Query, schema: dict, numeric: str) -> bool:

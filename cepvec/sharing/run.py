@@ -164,26 +164,8 @@ def run_many(queries, events, *, sharing: str = "auto", engine: str = "auto", nu
     wl = queries if isinstance(queries, Workload) and queries.sharing == sharing else compile_workload(
         queries.queries if isinstance(queries, Workload) else queries, sharing)
     preps, choices = prepare_workload(wl, events, engine=engine, numeric=numeric, time_unit=time_unit)
-    shared = ()
-    if sharing != "none" and engine != "reference":
-        shared = _without_infinite_sums(wl.plan.shared_groups, wl, preps)
+    shared = wl.plan.shared_groups if sharing != "none" and engine != "reference" else ()
     return execute(wl, preps, choices, numeric=numeric, shared=shared, batches=batches)
-
-
-def _without_infinite_sums(shared: tuple[tuple[str, ...], ...], wl: Workload,
-                           preps: dict[str, Prepared]) -> tuple[tuple[str, ...], ...]:
-    """``shared`` less the queries whose SUM or AVG reads a float attribute that holds +-inf in the input:
-    they run alone, as with ``sharing="none"``. A negation takes back what a prefix or window held
-    before the current time stamp by subtraction in the shared executor, and ``inf - inf`` is NaN
-    (``docs/sharing.md``, "What shares")."""
-    def infinite(name: str) -> bool:
-        df = preps[name].df
-        cols = {a.attr for a in wl.queries[name].aggs if a.func in ("SUM", "AVG") and a.attr in df.columns
-                and df.schema[a.attr].is_float()}
-        return any(df[c].is_infinite().any() for c in sorted(cols))
-
-    groups = (tuple(n for n in g if not infinite(n)) for g in shared)
-    return tuple(g for g in groups if len(g) > 1)
 
 
 __all__ = ["run_many", "prepare_workload", "execute", "WorkloadRun"]

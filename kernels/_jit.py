@@ -14,6 +14,7 @@ import importlib
 import inspect
 import os
 import time
+import types
 
 import numba
 import numba.core.caching
@@ -133,6 +134,25 @@ def _compile_once(dispatcher):
 def jit(fn):
     """``fn`` compiled by Numba with ``cache=True`` and ``nogil=True``, once per cache (:class:`_CompileOnce`)."""
     return _compile_once(numba.njit(cache=True, nogil=True)(fn))
+
+
+def variant(fn, name: str, **constants):
+    """A copy of the plain function ``fn`` named ``name`` (in ``fn``'s module), whose globals ``constants``
+    are replaced: decorate it with :func:`jit`. Numba freezes globals at compile time and drops the
+    branches of an ``if`` on a constant before typing, so each variant compiles only its own code
+    (a C++ template parameter, in effect), and has a cache index of its own (named by ``name``).
+    The module must bind the variant to ``name``, so that tools and pickles find it there."""
+    scope = dict(fn.__globals__)
+    unknown = sorted(set(constants) - set(scope))
+    if unknown:
+        raise TypeError(f"variant: {fn.__qualname__} reads no global {unknown[0]!r}")
+    scope.update(constants)
+    out = types.FunctionType(fn.__code__, scope, name, fn.__defaults__, fn.__closure__)
+    out.__qualname__ = name
+    out.__module__ = fn.__module__
+    out.__doc__ = fn.__doc__
+    out.__kwdefaults__ = fn.__kwdefaults__
+    return out
 
 
 def readonly(a):

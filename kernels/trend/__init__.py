@@ -22,7 +22,7 @@ and a match total is the sum over END events. Each transition keeps a
   tree over the ranks of the keys (prefix sums; ``>``/``>=`` use reversed
   ranks so that they are prefix sums as well): O(log n) per event. The
   ranks and the thresholds' positions are found when the key space is built
-  (sorted with their events), not searched per event (:func:`run_segments`);
+  (sorted with their events), not searched per event (:func:`_run_segments`);
 * ``K_EQ``: ``key(x) = thr(e)``: one cell per distinct key.
 
 Keys and thresholds arrive as int64 (floats in an order-preserving int64
@@ -36,7 +36,7 @@ windows ``k`` with ``k s <= t < k s + w`` and is queried and inserted once
 per such window; a Fenwick node holds one value per ring slot, so one tree
 walk serves every open window. Nothing is cleared eagerly: a node is tagged
 with its structure's reset generation and the newest window it was written
-for (see :func:`run_segments`). A window's totals are emitted when the first
+for (see :func:`_run_segments`). A window's totals are emitted when the first
 event at or after ``k s + w`` arrives (or at ``limit``) and the slot is
 reused. The key space is rebuilt per epoch of a few hundred events (the
 events still inside an open window are replayed), so trees stay as small as
@@ -55,11 +55,11 @@ exact).
 Performance note: the per-event code (:func:`_epoch`) takes no array views,
 rebinds no array and calls no function with array arguments; inside a kernel
 this large, Numba then emits atomic reference counting per event, which cost
-up to 80% of the run time. :func:`run_segments` calls :func:`_epoch` once per
+up to 80% of the run time. :func:`_run_segments` calls :func:`_epoch` once per
 epoch (once per partition for small ones) with its some 40 arrays borrowed
 (``kernels/_jit.py::borrow``): counted, they cost 1.4 µs a call, a third of
 the time with 10^5 small partitions. Writing :func:`_epoch` into
-:func:`run_segments` saves as much, but compiles 4 s longer.
+:func:`_run_segments` saves as much, but compiles 4 s longer.
 
 Modules, by role:
 
@@ -71,14 +71,15 @@ Modules, by role:
   :func:`float_order_key`,
   :func:`partition_order`;
 * ``epoch.py``: :func:`_epoch`, the per-event loop;
-* ``run.py``: :func:`run_segments` (the entry point; its buffers sized once, before the segment loop).
+* ``run.py``: :func:`run_segments_slide` and :func:`run_segments_none`, the entry points (one source,
+  ``_run_segments``, compiled per window mode; its buffers sized once, before the segment loop).
 
 This package re-exports the public names of the former single module ``trend.py``
-(``from cepvec.kernels import trend as K; K.run_segments``).
+(``from cepvec.kernels import trend as K; K.run_segments_slide``).
 """
 
 from __future__ import annotations
 
 from .constants import END, ERR_INTERNAL, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_NONE, MODE_SLIDE
 from .keys import float_order_key, partition_order, sort_keys
-from .run import run_segments
+from .run import run_segments_none, run_segments_slide

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-MODE_NONE = 0  # no window: state carried across calls as rows (see run_segments)
+MODE_NONE = 0  # no window: state carried across calls as rows (see _run_segments)
 MODE_SLIDE = 3  # WITHIN w SLIDE s
 #: ``limit`` of the last call of a stream: every window closes; MODE_NONE returns only the totals
 #: (no state rows per key: nothing follows)

@@ -1,4 +1,4 @@
-"""One epoch of the trend kernels: :func:`_epoch`, the per-event loop of :func:`run_segments`
+"""One epoch of the trend kernels: :func:`_epoch`, the per-event loop of :func:`_run_segments`
 (queries, negation resets, insertions and window emission; see the package docstring)."""
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                         continue
                     base = nd_base[tr]
                     rgt = RG[tr]
-                    i = QRY[(ee - ep_lo) * NT + tr]  # the threshold's index (run_segments)
+                    i = QRY[(ee - ep_lo) * NT + tr]  # the threshold's index (_run_segments)
                     while i > 0:  # Fenwick prefix sum over indices 1..i
                         nd = base + i
                         if tags:
@@ -310,7 +310,7 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                 m = ks_m[tr]
                 base = nd_base[tr]
                 rgt = RG[tr]
-                i = INS[(ee - ep_lo) * NT + tr]  # the key's index (run_segments)
+                i = INS[(ee - ep_lo) * NT + tr]  # the key's index (_run_segments)
                 while i <= m:  # Fenwick update of indices i, i + lowbit(i), ...
                     nd = base + i
                     if not tags:

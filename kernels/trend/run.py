@@ -1,13 +1,14 @@
-"""Entry point of the trend kernels: :func:`run_segments` (per segment: key spaces, epochs,
+"""Entry points of the trend kernels: :func:`_run_segments` (per segment: key spaces, epochs,
 carried state) and the growth of its output and state arrays."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._jit import borrow, jit, jit_inline
+from .._jit import borrow, jit, jit_inline, variant
 from .arith import _add
-from .constants import END, ERR_INTERNAL, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_SLIDE
+from .constants import (END, ERR_INTERNAL, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_NONE,
+                        MODE_SLIDE)
 from .epoch import _epoch
 from .keys import SMALL_SORT, _lower, _position, small_sort, sort_keys
 
@@ -15,7 +16,7 @@ from .keys import SMALL_SORT, _lower, _position, small_sort, sort_keys
 @jit_inline
 def _query_index(kind, p, m, KS, a, thr):
     """The Fenwick index a query starts at, from ``p``, the threshold's position among the ``m``
-    keys ``KS[a:a + m]`` (see :func:`run_segments`)."""
+    keys ``KS[a:a + m]`` (see :func:`_run_segments`)."""
     if kind == K_EQ:
         return p + 1 if (p < m and KS[a + p] == thr) else 0
     if kind == K_LT or kind == K_LE:
@@ -23,10 +24,115 @@ def _query_index(kind, p, m, KS, a, thr):
     return m - p
 
 
+@jit
+def key_spaces(ep_lo, ep_hi, c0, c1, gctr, search_keys, tr_kind, tr_src, tgt, ev_bind, ev_kok, ev_key, ev_tok,
+               ev_thr, cs_tr, cs_key, ks_off, ks_m, nd_base, RG, KS, KV, KT, KVT, INS, QRY):
+    """Build the key spaces of one epoch (events ``ep_lo:ep_hi``, carried rows ``c0:c1``): per keyed
+    transition the sorted distinct keys of its source events and carried rows (``KS[ks_off[tr]:]``,
+    ``ks_m[tr]`` of them), each event's Fenwick insertion index (``INS``) and query index (``QRY``),
+    the first node of each structure (``nd_base``) and a fresh reset generation per structure
+    (``RG``, from ``gctr``). Returns ``(nodes, gctr)``.
+
+    Value-dtype free: compiled once, whatever the main dtype of :func:`_run_segments`. Called once per
+    epoch with its arrays borrowed.
+    """
+    NT = tr_kind.shape[0]
+    total = 0
+    for tr in range(NT):
+        ks_off[tr] = total
+        if tr_kind[tr] != K_SUM:
+            smask = np.int64(1) << tr_src[tr]
+            for e in range(ep_lo, ep_hi):
+                if ev_kok[e, tr] and (ev_bind[e] & smask) != 0:
+                    total += 1
+            for c in range(c0, c1):
+                if cs_tr[c] == tr:
+                    total += 1
+    ks_off[NT] = total
+    nodes = 0
+    for tr in range(NT):
+        nd_base[tr] = nodes
+        ks_m[tr] = 0
+        gctr += 1
+        RG[tr] = gctr  # fresh generation: nodes written before read as empty
+        if tr_kind[tr] == K_SUM:
+            continue
+        a = ks_off[tr]
+        n = a
+        smask = np.int64(1) << tr_src[tr]
+        for e in range(ep_lo, ep_hi):
+            if ev_kok[e, tr] and (ev_bind[e] & smask) != 0:
+                KS[n] = ev_key[e, tr]
+                KV[n] = e - ep_lo
+                n += 1
+        for c in range(c0, c1):
+            if cs_tr[c] == tr:
+                KS[n] = cs_key[c]
+                KV[n] = -1
+                n += 1
+        if n > a:
+            kind = tr_kind[tr]
+            if n - a < SMALL_SORT:
+                small_sort(KS, KV, a, n)
+            else:
+                sort_keys(KS, KV, a, n, KT, KVT)
+            m = np.int64(0)  # not the literal: one specialisation of _query_index
+            for i in range(a, n):  # distinct keys; an event's key is the rank m - 1
+                if m == 0 or KS[i] != KS[a + m - 1]:
+                    KS[a + m] = KS[i]
+                    m += 1
+                if KV[i] >= 0:
+                    INS[KV[i] * NT + tr] = m - 1
+            ks_m[tr] = m
+            # ranks to Fenwick indices; the query index of an event: the position of its
+            # threshold among the keys, first >= thr (or first > thr for <= and >): an event
+            # whose threshold is its own key has its rank; else a binary search in a small key
+            # space, or the thresholds sorted (after the key spaces in KS) and merged
+            gt = kind == K_GT or kind == K_GE
+            upper = kind == K_LE or kind == K_GT
+            tmask = tgt[tr]
+            t0 = ks_off[NT]
+            nt_ = t0
+            for e in range(ep_lo, ep_hi):
+                x = (e - ep_lo) * NT + tr
+                src = ev_kok[e, tr] and (ev_bind[e] & smask) != 0
+                r = INS[x]
+                if src:
+                    INS[x] = m - r if gt else r + 1
+                if not ev_tok[e, tr] or (ev_bind[e] & tmask) == 0:
+                    continue
+                thr = ev_thr[e, tr]
+                if src and thr == ev_key[e, tr]:
+                    p = r + 1 if upper else r
+                elif m <= search_keys:
+                    p = _position(KS, a, a + m, thr, upper) - a
+                else:
+                    KS[nt_] = thr
+                    KV[nt_] = e - ep_lo
+                    nt_ += 1
+                    continue
+                QRY[x] = _query_index(kind, p, m, KS, a, thr)
+            if nt_ > t0:
+                sort_keys(KS, KV, t0, nt_, KT, KVT)
+                p = 0
+                for j in range(t0, nt_):
+                    thr = KS[j]
+                    while p < m and (KS[a + p] < thr or (upper and KS[a + p] == thr)):
+                        p += 1
+                    QRY[KV[j] * NT + tr] = _query_index(kind, p, m, KS, a, thr)
+        nodes += ks_m[tr] + 1
+    nd_base[NT] = nodes
+    return nodes, gctr
+
+
+#: which variant of :func:`_run_segments` this is: windows (``MODE_SLIDE``) or none (``MODE_NONE``); a
+#: constant of each variant (``_jit.variant``), so each compiles only its own mode's code
+SLIDE = True
+
+
 # One long function on purpose: inside a kernel this large, a call with array arguments per event
 # costs atomic reference counting (see the package docstring, ``__init__.py``).
-@jit
-def run_segments(mode, w, s, W, check, limit,
+def _run_segments(w, s, W, check, limit,
                  seg_ptr, seg_pid, next_k,
                  ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_key, ev_kok, ev_thr, ev_tok,
                  occ_start, occ_end, in_ptr, in_tr, out_ptr, out_tr,
@@ -36,7 +142,8 @@ def run_segments(mode, w, s, W, check, limit,
 
     Parameters
     ----------
-    mode : MODE_NONE or MODE_SLIDE
+    (the mode is the variant: :data:`run_segments_slide` for ``MODE_SLIDE``, :data:`run_segments_none`
+    for ``MODE_NONE``)
     w, s : window length and slide (MODE_SLIDE); W : ring size (1 for MODE_NONE)
     check : detect int64 overflow (main dtype int64)
     limit : MODE_SLIDE: close windows with ``k s + w <= limit`` at the end; ``END``: the last
@@ -91,6 +198,7 @@ def run_segments(mode, w, s, W, check, limit,
     events from the events still inside an open window (replayed, exactly as
     across calls) and the new ones, so the trees stay as small as the windows.
     """
+    mode = MODE_SLIDE if SLIDE else MODE_NONE
     n_occ = occ_start.shape[0]
     NT = tr_kind.shape[0]
     NCi = ev_wi.shape[1]
@@ -135,7 +243,7 @@ def run_segments(mode, w, s, W, check, limit,
     for o in range(n_occ):
         for ii in range(in_ptr[o], in_ptr[o + 1]):
             tgt[in_tr[ii]] |= np.int64(1) << o
-    tags = mode == MODE_SLIDE
+    tags = SLIDE
     for tr in range(NT):
         if tr_kind[tr] != K_SUM and tr_reset[tr] != 0:
             tags = True
@@ -169,10 +277,10 @@ def run_segments(mode, w, s, W, check, limit,
     tmpF = np.zeros(gall * n_occ * WRf, np.float64)
     pair_e = np.zeros(gall * n_occ, np.int64)
     pair_o = np.zeros(gall * n_occ, np.int64)
-    nso = n_state if mode != MODE_SLIDE else 1
-    SI = np.zeros((emax + ncmax + 2 if mode != MODE_SLIDE else 1, Ri), dti)
-    SF = np.zeros((emax + ncmax + 2 if mode != MODE_SLIDE else 1, Rf), np.float64)
-    nout = n_rows if mode == MODE_SLIDE else 1
+    nso = 1 if SLIDE else n_state
+    SI = np.zeros((1 if SLIDE else emax + ncmax + 2, Ri), dti)
+    SF = np.zeros((1 if SLIDE else emax + ncmax + 2, Rf), np.float64)
+    nout = n_rows if SLIDE else 1
     out_pid = np.empty(nout, np.int64)
     out_key = np.empty(nout, np.int64)
     out_vi = np.empty((nout, Ri), dti)
@@ -188,11 +296,11 @@ def run_segments(mode, w, s, W, check, limit,
         pid = seg_pid[sg]
         c0 = cs_ptr[sg]
         c1 = cs_ptr[sg + 1]
-        k_next = next_k[pid] if mode == MODE_SLIDE else 0
+        k_next = next_k[pid] if SLIDE else 0
         opened = 0
         ep = lo
         while ep < hi:
-            if mode == MODE_SLIDE:
+            if SLIDE:
                 ep_lo = ep  # replay the events still inside an open window
                 while ep_lo > lo and ev_t[ep_lo - 1] >= k_next * s:
                     ep_lo -= 1
@@ -207,92 +315,11 @@ def run_segments(mode, w, s, W, check, limit,
                 ep_hi = hi
             # ---- key spaces: sorted distinct keys of the source events of every keyed transition,
             # with each event's insertion and query index (no search per event in the epoch loop)
-            ne = ep_hi - ep_lo
-            total = 0
-            for tr in range(NT):
-                ks_off[tr] = total
-                if tr_kind[tr] != K_SUM:
-                    smask = np.int64(1) << tr_src[tr]
-                    for e in range(ep_lo, ep_hi):
-                        if ev_kok[e, tr] and (ev_bind[e] & smask) != 0:
-                            total += 1
-                    for c in range(c0, c1):
-                        if cs_tr[c] == tr:
-                            total += 1
-            ks_off[NT] = total
-            nodes = 0
-            for tr in range(NT):
-                nd_base[tr] = nodes
-                ks_m[tr] = 0
-                gctr += 1
-                RG[tr] = gctr  # fresh generation: nodes written before read as empty
-                if tr_kind[tr] == K_SUM:
-                    continue
-                a = ks_off[tr]
-                n = a
-                smask = np.int64(1) << tr_src[tr]
-                for e in range(ep_lo, ep_hi):
-                    if ev_kok[e, tr] and (ev_bind[e] & smask) != 0:
-                        KS[n] = ev_key[e, tr]
-                        KV[n] = e - ep_lo
-                        n += 1
-                for c in range(c0, c1):
-                    if cs_tr[c] == tr:
-                        KS[n] = cs_key[c]
-                        KV[n] = -1
-                        n += 1
-                if n > a:
-                    kind = tr_kind[tr]
-                    if n - a < SMALL_SORT:
-                        small_sort(KS, KV, a, n)
-                    else:
-                        sort_keys(KS, KV, a, n, KT, KVT)
-                    m = np.int64(0)  # not the literal: one specialisation of _query_index
-                    for i in range(a, n):  # distinct keys; an event's key is the rank m - 1
-                        if m == 0 or KS[i] != KS[a + m - 1]:
-                            KS[a + m] = KS[i]
-                            m += 1
-                        if KV[i] >= 0:
-                            INS[KV[i] * NT + tr] = m - 1
-                    ks_m[tr] = m
-                    # ranks to Fenwick indices; the query index of an event: the position of its
-                    # threshold among the keys, first >= thr (or first > thr for <= and >): an event
-                    # whose threshold is its own key has its rank; else a binary search in a small key
-                    # space, or the thresholds sorted (after the key spaces in KS) and merged
-                    gt = kind == K_GT or kind == K_GE
-                    upper = kind == K_LE or kind == K_GT
-                    tmask = tgt[tr]
-                    t0 = ks_off[NT]
-                    nt_ = t0
-                    for e in range(ep_lo, ep_hi):
-                        x = (e - ep_lo) * NT + tr
-                        src = ev_kok[e, tr] and (ev_bind[e] & smask) != 0
-                        r = INS[x]
-                        if src:
-                            INS[x] = m - r if gt else r + 1
-                        if not ev_tok[e, tr] or (ev_bind[e] & tmask) == 0:
-                            continue
-                        thr = ev_thr[e, tr]
-                        if src and thr == ev_key[e, tr]:
-                            p = r + 1 if upper else r
-                        elif m <= search_keys:
-                            p = _position(KS, a, a + m, thr, upper) - a
-                        else:
-                            KS[nt_] = thr
-                            KV[nt_] = e - ep_lo
-                            nt_ += 1
-                            continue
-                        QRY[x] = _query_index(kind, p, m, KS, a, thr)
-                    if nt_ > t0:
-                        sort_keys(KS, KV, t0, nt_, KT, KVT)
-                        p = 0
-                        for j in range(t0, nt_):
-                            thr = KS[j]
-                            while p < m and (KS[a + p] < thr or (upper and KS[a + p] == thr)):
-                                p += 1
-                            QRY[KV[j] * NT + tr] = _query_index(kind, p, m, KS, a, thr)
-                nodes += ks_m[tr] + 1
-            nd_base[NT] = nodes
+            nodes, gctr = key_spaces(ep_lo, ep_hi, c0, c1, gctr, search_keys, borrow(tr_kind), borrow(tr_src),
+                                     borrow(tgt), borrow(ev_bind), borrow(ev_kok), borrow(ev_key), borrow(ev_tok),
+                                     borrow(ev_thr), borrow(cs_tr), borrow(cs_key), borrow(ks_off), borrow(ks_m),
+                                     borrow(nd_base), borrow(RG), borrow(KS), borrow(KV), borrow(KT), borrow(KVT),
+                                     borrow(INS), borrow(QRY))
             if nodes * (WRi + WRf) > max_cells:
                 err[0] = ERR_MEMORY
                 err[1] = pid
@@ -322,7 +349,7 @@ def run_segments(mode, w, s, W, check, limit,
                     g1 += 1
                 if g1 - e > gmax:
                     gmax = g1 - e
-                if mode == MODE_SLIDE:
+                if SLIDE:
                     kl = (ev_t[e] - w) // s + 1
                     if kl > kn:
                         kn = kl
@@ -331,14 +358,14 @@ def run_segments(mode, w, s, W, check, limit,
                         n_emit += kh - max(op + 1, kn) + 1
                         op = kh
                 e = g1
-            if gmax * n_occ > pair_e.shape[0] or (mode == MODE_SLIDE and n_out + n_emit > out_pid.shape[0]):
+            if gmax * n_occ > pair_e.shape[0] or (SLIDE and n_out + n_emit > out_pid.shape[0]):
                 err[0] = ERR_INTERNAL
                 err[1] = pid
                 err[2] = n_out + n_emit
                 break
 
             # ---- window state
-            if mode == MODE_SLIDE:
+            if SLIDE:
                 opened = k_next - 1  # windows >= k_next are rebuilt by the replay
             else:
                 opened = 0
@@ -425,7 +452,7 @@ def run_segments(mode, w, s, W, check, limit,
             break
 
         # ---- end of the segment
-        if mode == MODE_SLIDE:
+        if SLIDE:
             kk = k_next
             while kk <= opened and kk * s + w <= limit:
                 sl = kk % W
@@ -521,3 +548,10 @@ def run_segments(mode, w, s, W, check, limit,
             n_so += 1
     return (out_pid[:n_out], out_key[:n_out], out_vi[:n_out], out_vf[:n_out],
             so_pid[:n_so], so_tr[:n_so], so_key[:n_so], so_vi[:n_so], so_vf[:n_so])
+
+
+#: :func:`_run_segments` with windows (``WITHIN ... SLIDE``) and without: the variants share one source
+#: and compile apart (the carried state rows of ``MODE_NONE`` were some 60% of its code; a windowed
+#: query no longer compiles them)
+run_segments_slide = jit(variant(_run_segments, "run_segments_slide", SLIDE=True))
+run_segments_none = jit(variant(_run_segments, "run_segments_none", SLIDE=False))

@@ -164,7 +164,7 @@ def transition_paths(q: Query) -> dict[tuple[int, int], str]:
 
 
 def build(q: Query) -> TrendPlan:
-    """Compile ``q`` into the arrays of :func:`cepvec.kernels.trend.run_segments`."""
+    """Compile ``q`` into the arrays of :func:`cepvec.kernels.trend.run._run_segments`."""
     reason = unsupported_reason(q)
     if reason is not None:
         raise ValueError(reason)

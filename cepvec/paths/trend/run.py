@@ -403,8 +403,9 @@ class TrendStream:
         def run(r):  # the segments [a, b), in a thread of their own when there are several
             a, b = r
             err = np.zeros(3, np.int64)
-            res = K.run_segments(
-                self.mode, self.w, self.s, self.W, self.int_state, np.int64(limit),
+            kernel = K.run_segments_slide if self.mode == K.MODE_SLIDE else K.run_segments_none
+            res = kernel(
+                self.w, self.s, self.W, self.int_state, np.int64(limit),
                 seg_ptr[a:b + 1], seg_pids[a:b], self.next_k,
                 ev["t"], ev["bind"], ev["neg"], ev["wi"], ev["wf"], ev["key"], ev["kok"], ev["thr"], ev["tok"],
                 A["occ_start"], A["occ_end"], A["in_ptr"], A["in_tr"], A["out_ptr"], A["out_tr"],

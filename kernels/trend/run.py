@@ -198,7 +198,9 @@ def _run_segments(w, s, W, check, limit,
     events from the events still inside an open window (replayed, exactly as
     across calls) and the new ones, so the trees stay as small as the windows.
     """
-    mode = MODE_SLIDE if SLIDE else MODE_NONE
+    # typed, not literals: _epoch would compile once per mode and value of ``tags`` (as a specialisation
+    # for constants of its caller), where one specialisation per value dtype serves both variants
+    mode = np.int64(MODE_SLIDE if SLIDE else MODE_NONE)
     n_occ = occ_start.shape[0]
     NT = tr_kind.shape[0]
     NCi = ev_wi.shape[1]
@@ -243,7 +245,7 @@ def _run_segments(w, s, W, check, limit,
     for o in range(n_occ):
         for ii in range(in_ptr[o], in_ptr[o + 1]):
             tgt[in_tr[ii]] |= np.int64(1) << o
-    tags = SLIDE
+    tags = np.bool_(SLIDE)
     for tr in range(NT):
         if tr_kind[tr] != K_SUM and tr_reset[tr] != 0:
             tags = True
@@ -296,8 +298,8 @@ def _run_segments(w, s, W, check, limit,
         pid = seg_pid[sg]
         c0 = cs_ptr[sg]
         c1 = cs_ptr[sg + 1]
-        k_next = next_k[pid] if SLIDE else 0
-        opened = 0
+        k_next = next_k[pid] if SLIDE else np.int64(0)  # typed: a literal 0 compiles _epoch twice
+        opened = np.int64(0)
         ep = lo
         while ep < hi:
             if SLIDE:
@@ -368,7 +370,7 @@ def _run_segments(w, s, W, check, limit,
             if SLIDE:
                 opened = k_next - 1  # windows >= k_next are rebuilt by the replay
             else:
-                opened = 0
+                opened = np.int64(0)
                 RSI[:] = 0
                 RSF[:] = 0.0
                 FINI[:] = 0

@@ -109,6 +109,22 @@ def run_engine(query, events, **kwargs):
     return cepvec.run(query, events, **kwargs)
 
 
+@pytest.fixture
+def shared_runs(monkeypatch) -> list[list[str]]:
+    """The query names (sorted) of every shared-executor run (``SharedRun``) made while the test runs."""
+    import cepvec.sharing.run as R
+
+    made: list[list[str]] = []
+
+    class Recording(R.SharedRun):
+        def __init__(self, queries, *a, **kw):
+            made.append(sorted(queries))
+            super().__init__(queries, *a, **kw)
+
+    monkeypatch.setattr(R, "SharedRun", Recording)
+    return made
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession for every Spark test (mark those tests with ``pytest.mark.spark``).

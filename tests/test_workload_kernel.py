@@ -122,18 +122,9 @@ def test_driver_side_refusals():
         cepvec.kernel(["RETURN COUNT(*) PATTERN SEQ(A, B)"], SCHEMA, sharing="all")
 
 
-def test_the_kernel_runs_the_shared_executor(monkeypatch):
+def test_the_kernel_runs_the_shared_executor(shared_runs):
     """The sharing plan's classes run on one SharedRun per kernel run (one per call here), the others alone."""
-    import cepvec.sharing.run as R
-
-    made = []
-
-    class Counting(R.SharedRun):
-        def __init__(self, queries, *a, **kw):
-            made.append(sorted(queries))
-            super().__init__(queries, *a, **kw)
-
-    monkeypatch.setattr(R, "SharedRun", Counting)
+    made = shared_runs
     texts = {"p": "RETURN COUNT(*) PATTERN SEQ(A a, B b) WHERE a.x > 0",
              "q": "RETURN COUNT(*) PATTERN SEQ(A a, B b, C) WHERE a.x > 0",
              "k": "RETURN COUNT(*) PATTERN SEQ(A, B+)"}

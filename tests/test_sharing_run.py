@@ -325,6 +325,22 @@ def test_infinite_sums_with_take_backs_on_every_tiny_stream(window):
                        cycle=(inf, -inf, 1.5, float("nan"), None, inf, 1.5), numeric="float64")
 
 
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["", "WITHIN 3 SLIDE 1", "WITHIN 4 SLIDE 2", "WITHIN 3"]),
+       st.lists(st.sampled_from(list(INFINITE_SUM_WORKLOAD)), min_size=2, max_size=4, unique=True),
+       streams(max_events=10, types="AB", floats=(float("inf"), float("-inf"), 1.5, -2.0, float("nan"))),
+       st.data())
+def test_infinite_sums_with_take_backs_in_batches(window, names, df, data):
+    """The three channels of a float sum under a negation, in streams where most values are infinite,
+    cut into batches anywhere (the kernel's state across calls): each frame is the query's own."""
+    texts = {n: f"{INFINITE_SUM_WORKLOAD[n].replace('.x', '.v')} {window}".strip() for n in names}
+    cuts = data.draw(st.lists(st.integers(0, len(df)), max_size=4), label="cuts")
+    assert_same(run_many_cut(texts, df, numeric="float64", batches=cuts), texts, df, numeric="float64")
+    for name, text in texts.items():
+        assert_frame_equal(alone(text, df, numeric="float64"), alone(text, df, engine="reference", numeric="float64"),
+                           check_exact=True)
+
+
 @pytest.mark.parametrize("window", ["WITHIN 4 EMIT CHANGES", "EMIT CHANGES", "WITHIN 4 SLIDE 2", ""])
 def test_partitions_of_one_group(window):
     """[id] and no GROUP-BY: the tiny streams are the partitions of one group, whose rows add them up

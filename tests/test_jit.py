@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import numba
 import numpy as np
 import pytest
 
@@ -99,3 +100,39 @@ def test_a_compile_that_fails_releases_its_lock(tmp_path):
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("badmod", None)
+
+
+#: for test_a_variant_compiles_only_its_own_branch (globals of this module, replaced in the variants)
+WIDE = False
+
+
+@numba.njit  # (not cached: the test reads what a fresh process compiles)
+def _wide_helper(x):
+    return x * 2
+
+
+def _sample(x):
+    if WIDE:
+        return _wide_helper(x)
+    return x + 1
+
+
+_narrow = numba.njit(_jit.variant(_sample, "_narrow", WIDE=False))
+_wide = numba.njit(_jit.variant(_sample, "_wide", WIDE=True))
+
+
+def test_a_variant_compiles_only_its_own_branch():
+    """``_jit.variant`` (``kernels/trend/run.py``: ``run_segments_slide`` / ``_none``): each variant sees its
+    constant, Numba drops the other branch before typing, so a helper only the other variant calls is
+    not compiled; each has its own name (its cache index)."""
+    assert _narrow(np.int64(3)) == 4
+    assert _wide_helper.signatures == []  # the narrow variant never typed the call
+    assert _wide(np.int64(3)) == 6
+    assert len(_wide_helper.signatures) == 1
+    assert (_narrow.py_func.__qualname__, _wide.py_func.__qualname__) == ("_narrow", "_wide")
+    from cepvec.kernels.trend import run as R
+
+    assert R.run_segments_slide.py_func.__globals__["SLIDE"] is True
+    assert R.run_segments_none.py_func.__globals__["SLIDE"] is False
+    with pytest.raises(TypeError, match="reads no global 'NARROW'"):
+        _jit.variant(_sample, "_bad", NARROW=True)

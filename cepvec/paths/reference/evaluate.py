@@ -114,16 +114,15 @@ class _Partition:
         self.max_span = max_span
         self._memo: dict[int, list[Match]] = {}
         self._cand: dict[int, list[int]] = {}
+        self._qualified = q.qualified_equivalences  # (a property of the query, computed per access)
 
     # candidates of an occurrence: type test + local predicates
     def candidates(self, occ: int) -> list[int]:
         if occ not in self._cand:
             o = self.q.occs[occ]
             preds = self.q.local.get(occ, ())
-            out = []
-            for i, row in enumerate(self.rows):
-                if self.types[i] in o.types and all(evaluate(p, row) is True for p in preds):
-                    out.append(i)
+            out = [i for i, row in enumerate(self.rows)
+                   if self.types[i] in o.types and (not preds or all(evaluate(p, row) is True for p in preds))]
             self._cand[occ] = out
         return self._cand[occ]
 
@@ -163,12 +162,20 @@ class _Partition:
         spans = [sp for g in guards for sp in self.neg_spans(g)]
         out = []
         before = 0
+        # a right match must start after the left one ends (edge_ok) and within max_span of its start:
+        # when ``right`` is in order of first time (as matches are built), the ones that can are a run of
+        # it, found by bisection (the pairs tried, and so the order of ``out``, are the nested loop's)
+        firsts = [r.first for r in right]
+        ordered = all(a <= b for a, b in zip(firsts, firsts[1:]))
         for m in left:
             x, v = m.binding[-1]
-            for r in right:
-                y, w = r.binding[0]
+            for j in range(bisect.bisect_right(firsts, m.last) if ordered else 0, len(right)):
+                r = right[j]
                 if self.max_span is not None and r.last - m.first >= self.max_span:
+                    if ordered and r.first - m.first >= self.max_span:
+                        break  # and every later one
                     continue
+                y, w = r.binding[0]
                 if not self.edge_ok(x, v, y, w):
                     continue
                 if any(m.last < nf and nl < r.first for nf, nl in spans):
@@ -197,7 +204,7 @@ class _Partition:
             res = _seq_matches(self, node)
         else:
             raise AssertionError(node)
-        if self.q.qualified_equivalences:
+        if self._qualified:
             res = [m for m in res if self._qualified_ok(m)]
         self._memo[key] = res
         return res
@@ -249,7 +256,7 @@ class _Partition:
                 if any(tx < nf and nl < self.times[y] for nf, nl in spans):
                     continue
                 stack.append(b + ((y, tr.dst),))
-        if q.qualified_equivalences:
+        if self._qualified:
             out = [m for m in out if self._qualified_ok(m)]
         return out
 
@@ -273,7 +280,7 @@ class _Partition:
         return True
 
     def _qualified_ok(self, m: Match) -> bool:
-        for e in self.q.qualified_equivalences:
+        for e in self._qualified:
             vals = [_key(self.rows[i].get(e.attr)) for i, o in m.binding if o in e.occs]
             if len(vals) > 1 and any(v != vals[0] for v in vals[1:]):
                 return False
@@ -396,14 +403,16 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
     """
     type_col = q.type_col
     parts: dict[tuple, list[int]] = {}
+    partition_by = q.partition_by
     for i, row in enumerate(rows):
-        key = tuple(_key(row.get(a)) for a in q.partition_by)
+        key = tuple([_key(row.get(a)) for a in partition_by])
         parts.setdefault(key, []).append(i)
     group_idx = [q.partition_by.index(g) for g in q.group_by]
     start_neg, end_neg = _top_negations(q)
     kind = q.window.kind
     max_span = w if kind in ("within", "slide") else (w if kind == "emit" and w is not None else None)
     result = ReferenceResult()
+    ends_checked = bool(q.start_local or q.end_local)
     end_occ = q.template.end
     total = 0
 
@@ -426,7 +435,7 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
         sn = part.neg_spans(start_neg) if start_neg is not None else []
         en = part.neg_spans(end_neg) if end_neg is not None else []
         for m in ms:
-            if not _ends_ok(q, part, m):
+            if ends_checked and not _ends_ok(q, part, m):
                 continue
             if start_neg in conditioned(q):
                 sn = part.conditioned_spans(start_neg, m.binding)

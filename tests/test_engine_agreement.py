@@ -94,8 +94,9 @@ def test_exhaustive_tiny_streams(shape, window):
         return
     streams = list(_streams(sweep_size(5)))
     grouped = f"RETURN sid, {aggs} PATTERN {shape} WHERE [sid] GROUP-BY sid {window}"
-    frames = [_frame(ev).with_columns(pl.lit(k, pl.Int64).alias("sid")) for k, ev in enumerate(streams)]
-    every = pl.concat(frames).sort("time", maintain_order=True)
+    every = _frame([e for ev in streams for e in ev]).with_columns(
+        pl.Series("sid", [k for k, ev in enumerate(streams) for _ in ev], dtype=pl.Int64)).sort(
+        "time", maintain_order=True)
     want = _rows(cepvec.run(grouped, every, engine="reference"))
     got = _rows(cepvec.run(grouped, every, engine=engine))
     if rows_differ(got, want) is not None:

@@ -413,6 +413,7 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
     max_span = w if kind in ("within", "slide") else (w if kind == "emit" and w is not None else None)
     result = ReferenceResult()
     ends_checked = bool(q.start_local or q.end_local)
+    cond = conditioned(q)
     end_occ = q.template.end
     total = 0
 
@@ -437,9 +438,9 @@ def evaluate_query(q: Query, rows: list[dict], times: list[int], *, w: int | Non
         for m in ms:
             if ends_checked and not _ends_ok(q, part, m):
                 continue
-            if start_neg in conditioned(q):
+            if start_neg in cond:
                 sn = part.conditioned_spans(start_neg, m.binding)
-            if end_neg in conditioned(q):
+            if end_neg in cond:
                 en = part.conditioned_spans(end_neg, m.binding)
             mrows = [part.rows[i] for i, _ in m.binding]
             placed = False

@@ -144,6 +144,8 @@ class TrendStream:
         self.parts = Partitions(q, key_schema)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict | None = None  # SLIDE: events still inside an open window
+        # MODE_NONE: the events since the last state rows that could be taken, for the last call (see _run)
+        self.kept: list[dict] | None = None
         nri, nrf = 1 + len(self.main_comps), len(self.float_comps)
         self.state = {"pid": np.zeros(0, np.int64), "tr": np.zeros(0, np.int64), "key": np.zeros(0, np.int64),
                       "vi": np.zeros((0, nri), self.dtype), "vf": np.zeros((0, nrf), np.float64)}
@@ -240,6 +242,8 @@ class TrendStream:
         self.state = {k: np.ascontiguousarray(v[o]) for k, v in self.state.items()}
         if self.carry is not None:
             self.carry = dup(self.carry)
+        if self.kept is not None:
+            self.kept = [dup(k) for k in self.kept]
         if self.held is not None and len(self.held):
             extra = copy_rows(self.held, src, dst)
             if len(extra):
@@ -327,6 +331,8 @@ class TrendStream:
             self._push(*pending, final=True)
         held, self.held = self.held, None
         self._process(held, _BIG)
+        if self.kept is not None:  # kept events no final call above ran (it had no new event)
+            self._process(None, _BIG)
         if self.mode == K.MODE_NONE:
             st = self.state
             fin = st["tr"] == len(self.plan.transitions)
@@ -336,6 +342,13 @@ class TrendStream:
 
     def _process(self, df: pl.DataFrame | None, limit: int) -> None:
         new = self._encode_new(df)
+        if self.kept is not None and limit < _BIG:  # MODE_NONE, state rows not taken: the last call runs these
+            if new is not None:
+                keep = new["__keep"]
+                events = _map_distinct(lambda k: np.take(new[k], keep, axis=0),
+                                       {k: new[k] for k in _EVENT_KEYS if k != "pid"}, len(keep))
+                self.kept.append({**events, "pid": new["pid"]})
+            return
         n_parts = len(self.parts)
         self._run(self._events_of(new, limit, n_parts), limit, n_parts)
 
@@ -363,8 +376,11 @@ class TrendStream:
         leaves open: ``max(0, (limit - w) // s + 1)`` for every partition of the call (its events'
         times are at most ``limit``, so no window closes later). :meth:`_run` checks the kernel's
         ``next_k`` against it."""
+        if self.kept is not None:  # MODE_NONE's last call: the kept events (in time order per partition) first
+            kept, self.kept = self.kept, None
+            self.carry = kept[0] if len(kept) == 1 else {k: np.concatenate([p[k] for p in kept]) for k in _EVENT_KEYS}
         parts = [p for p in (self.carry, new) if p is not None and len(p["t"])]
-        if self.mode == K.MODE_SLIDE and limit >= _BIG:
+        if self.mode == K.MODE_NONE or limit >= _BIG:
             self.carry = None
         if not parts:
             return None
@@ -423,6 +439,13 @@ class TrendStream:
         for r, _ in results:  # per thread, in segment order (not concatenated: result_cells does it once)
             if len(r[0]):
                 self.outputs.append(tuple(r[:4]))
+        if self.mode == K.MODE_NONE and limit < _BIG and not all(
+                np.isfinite(r[7]).all() and np.isfinite(r[8]).all() for r, _ in results):
+            # a state row is inf or NaN: the kernel turns node sums back into values per key by subtraction,
+            # where inf - inf is NaN (a +inf value, or a float64 count past the float range). The state rows
+            # are not taken; these events run again, with every later batch, in the last call
+            self.kept = [{k: ev[k] for k in _EVENT_KEYS}]
+            return
         if self.mode == K.MODE_NONE:
             rest = {k: v[~sel] for k, v in st.items()}
             merged = {k: np.concatenate([rest[k]] + [r[4 + j] for r, _ in results])

@@ -551,3 +551,16 @@ def test_infinite_sums_without_a_window_in_batches(text, numeric, df, data):
     want = cepvec.run(q, df, engine="reference", numeric=numeric)
     got = run_cut(q, df, cuts, numeric)
     assert _same_rows(got, want), (sorted(set(cuts)), got.rows(), want.rows())
+
+
+@pytest.mark.parametrize("pred", ["A.x >= NEXT(A).x", "A.x + 1 != NEXT(A).x"])  # the trend path, the scan
+def test_products_with_the_int64_minimum(pred):
+    """Found by a differential fuzzer: the checked product 1 x -2^63 read as an overflow (|-2^63| wraps to
+    -2^63); 2 x -2^63 does overflow. Each path agrees with the reference engine."""
+    text = f"RETURN SUM(A.x) PATTERN A+ WHERE {pred}"
+    one = pl.DataFrame({"type": ["A"], "time": [4], "x": [-2**63]})
+    assert cepvec.run(text, one).rows() == cepvec.run(text, one, engine="reference").rows() == [(-2**63,)]
+    two = pl.DataFrame({"type": ["A", "A"], "time": [1, 2], "x": [0, -2**63]})  # {A2} and {A1, A2}: 2 x -2^63
+    for engine in ("auto", "reference"):
+        with pytest.raises(cepvec.CepvecOverflowError):
+            cepvec.run(text, two, engine=engine)

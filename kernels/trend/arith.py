@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._jit import jit_inline
 from .constants import _I64_MAX, _I64_MIN, ERR_OVERFLOW
 
@@ -26,11 +28,13 @@ def _sadd(a, b, check):
 
 @jit_inline
 def _smul(a, b, check):
-    """(a * b, False), or (a, True) when it would overflow int64."""
+    """(a * b, False), or (a, True) when it would overflow int64. Exact: the product wrapped in uint64
+    divided by one factor gives the other back iff it did not wrap (as ``linear/arith.py::_mul_ovf``;
+    ``|x|`` of -2^63 is itself -2^63, which made 1 x -2^63 an overflow and 2 x -2^63 none)."""
     if check and a != 0 and b != 0:
         if a == -1 or b == -1:
             if a == _I64_MIN or b == _I64_MIN:
                 return a, True
-        elif abs(a) > _I64_MAX // abs(b):
+        elif np.int64(np.uint64(a) * np.uint64(b)) // b != a:
             return a, True
     return a * b, False

@@ -72,3 +72,42 @@ def segment_emit_times(ET, gptr, seg_group, t, seg_len, w, how, pending):
         if not fill:
             out = np.empty(total, np.int64)
     return out, lo, hi, left
+
+
+@jit
+def group_totals(gptr, tree_off, slot, is_emit, val):
+    """The totals of every group at its emit times, from its partitions' changes: a partition's new
+    totals replace its old ones (not added as a difference: with floats, ``inf - inf`` is NaN and
+    ``1e17 + 1.5 - 1e17`` is 0), and a group's totals are the sum of its partitions' current ones.
+
+    Rows ``gptr[g]:gptr[g + 1]`` are group ``g``'s, in time order with the changes of a time before its
+    emit times; a change row sets partition ``slot[r]`` of its group to ``val[r]``, an emit row reads
+    the group's totals. Each group keeps a binary tree of sums over its partitions, ``tree_off[g]``
+    its first node and ``tree_off[g + 1] - tree_off[g] = 2 L`` its size (``L``, a power of two, the
+    leaves; node 1 the root): a change rewrites a leaf and the sums above it, O(log L), by additions
+    of current values only. Returns the totals of the emit rows, in row order."""
+    ncol = val.shape[1]
+    n_emit = 0
+    for r in range(is_emit.shape[0]):
+        n_emit += is_emit[r]
+    out = np.empty((n_emit, ncol), val.dtype)
+    T = np.zeros((tree_off[-1], ncol), val.dtype)
+    k = 0
+    for g in range(gptr.shape[0] - 1):
+        base = tree_off[g]
+        leaves = (tree_off[g + 1] - base) // 2
+        for r in range(gptr[g], gptr[g + 1]):
+            if is_emit[r]:
+                for c in range(ncol):
+                    out[k, c] = T[base + 1, c]
+                k += 1
+                continue
+            i = leaves + slot[r]
+            for c in range(ncol):
+                T[base + i, c] = val[r, c]
+            i //= 2
+            while i >= 1:
+                for c in range(ncol):
+                    T[base + i, c] = T[base + 2 * i, c] + T[base + 2 * i + 1, c]
+                i //= 2
+    return out

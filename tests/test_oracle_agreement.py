@@ -32,6 +32,8 @@ def _same(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, float) or isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):  # NaN from both: one answer (+inf and -inf in one sum)
+            return math.isnan(a) and math.isnan(b)
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     return a == b
 

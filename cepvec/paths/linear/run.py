@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.paths.base import batch_end
-from cepvec.kernels.emit import NEXT as EMIT_NEXT, WITHIN as EMIT_WITHIN, segment_emit_times
+from cepvec.kernels.emit import NEXT as EMIT_NEXT, WITHIN as EMIT_WITHIN, group_totals, segment_emit_times
 from cepvec.runtime.memory import check_emit_rows
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import _jit, linear as K
@@ -312,6 +312,8 @@ class LinearStream(Partitions):
         gop, n_groups = self._group_ids(max(len(self.keys), 1))
         order = np.argsort(pid, kind="stable")  # a partition's rows arrive in time order
         pid, key, val = pid[order], key[order], val[order]
+        if val.dtype.kind == "f":
+            return self._float_totals(pid, key, val, gop, n_groups)
         delta = val.copy()
         with np.errstate(invalid="ignore"):  # inf - inf: set to 0 below
             delta[1:] -= val[:-1]
@@ -454,6 +456,33 @@ class LinearStream(Partitions):
             if len(out_pid):
                 self.outputs.append((out_pid, out_key, out_val))
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
+
+    def _float_totals(self, pid, key, val, gop, n_groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_carried_forward` with float totals: a group's totals at an emit time are the sum of
+        its partitions' current ones (``kernels/emit.py::group_totals``), not a running sum of their
+        changes (a change from ``-inf`` to 0 added ``+inf``, and the running sums crossed groups)."""
+        reps = np.concatenate([r for r, _ in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
+        times = np.concatenate([t for _, t in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
+        # each partition's leaf in its group's tree: its rank among the group's partitions
+        by_group = np.argsort(gop, kind="stable")
+        sizes = np.bincount(gop, minlength=n_groups)
+        first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        slot_of = np.empty(len(gop), np.int64)
+        slot_of[by_group] = np.arange(len(gop)) - first[gop[by_group]]
+        leaves = 1 << np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64)
+        tree_off = np.concatenate([[0], np.cumsum(2 * leaves)]).astype(np.int64)
+        g = np.concatenate([gop[pid], gop[reps]])
+        t = np.concatenate([key, times])
+        is_emit = np.concatenate([np.zeros(len(pid), np.int64), np.ones(len(times), np.int64)])
+        order = np.lexsort((is_emit, t, g))  # a change at t counts at the emit time t
+        g, t, is_emit = g[order], t[order], is_emit[order]
+        slot = np.concatenate([slot_of[pid], np.zeros(len(times), np.int64)])[order]
+        vals = np.concatenate([val, np.zeros((len(times), val.shape[1]), val.dtype)])[order]
+        gptr = np.searchsorted(g, np.arange(n_groups + 1)).astype(np.int64)
+        tot = group_totals(gptr, tree_off, slot, is_emit, np.ascontiguousarray(vals))
+        at = np.flatnonzero(is_emit == 1)
+        nz = tot[:, 0] != 0
+        return _first_partitions(gop, n_groups)[g[at][nz]], t[at][nz], tot[nz]
 
     def _group_ids(self, n_parts: int) -> tuple[np.ndarray, int]:
         """Dense group id of every partition id, and the number of groups."""

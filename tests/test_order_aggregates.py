@@ -174,6 +174,21 @@ def test_extreme_int_value_is_an_error_not_a_null():
     assert cepvec.run(text, df, engine="reference")["MIN(A.x)"].to_list() == [2 ** 63 - 1]
 
 
+@pytest.mark.parametrize(("func", "value", "extreme"), [("MAX", -2 ** 63, "smallest"), ("MIN", 2 ** 63 - 1, "largest")])
+def test_extreme_int_value_on_the_scan_is_an_error_not_a_null(func, value, extreme):
+    """Found by a differential fuzzer: on the scan path (an edge predicate) MAX of -2^63 read as null,
+    as MIN of 2^63 - 1 did (the kernel's 'no value'); now the linear path's error. The other extreme
+    of each is a value."""
+    df = pl.DataFrame({"type": ["A", "A"], "time": [1, 2], "x": [value, value]})
+    text = f"RETURN {func}(A.x), COUNT(*) PATTERN A+ WHERE A.x <= NEXT(A).x"
+    assert greta_path(cepvec.compile(text), dict(df.schema)) == "scan"
+    with pytest.raises(cepvec.CepvecDataError, match=f"{extreme} Int64 value"):
+        cepvec.run(text, df)
+    assert cepvec.run(text, df, engine="reference").rows() == [(value, 3)]
+    other = text.replace(func, "MIN" if func == "MAX" else "MAX")
+    assert cepvec.run(other, df).rows() == cepvec.run(other, df, engine="reference").rows() == [(value, 3)]
+
+
 def test_min_of_strings_leaves_the_linear_maps_for_the_scan():
     df = pl.DataFrame({"type": ["A", "A", "B"], "time": [1, 2, 3], "x": ["pear", "apple", "fig"]})
     text = "RETURN MIN(A.x), MAX(A.x) PATTERN SEQ(A+, B)"

@@ -60,11 +60,16 @@ def order_keys(col: pl.Series, kind: str, q) -> np.ndarray:
                                  out[r[0]:r[1]]),
         threads.halves(len(col)))
     if sum(bad):
-        extreme = "largest" if kind == "min" else "smallest"
-        raise CepvecDataError(
-            f"{kind.upper()}({col.name}) in query {' '.join(q.text.split())!r}: the {extreme} Int64 value "
-            "cannot be told from 'no value' by the Numba engines' order keys; use engine='reference'")
+        raise extreme_value_error(q, kind, col.name)
     return out
+
+
+def extreme_value_error(q, kind: str, name: str) -> CepvecDataError:
+    """MIN of the largest / MAX of the smallest Int64 value: the Numba paths keep it as 'no value'."""
+    extreme = "largest" if kind == "min" else "smallest"
+    return CepvecDataError(
+        f"{kind.upper()}({name}) in query {' '.join(q.text.split())!r}: the {extreme} Int64 value "
+        "cannot be told from 'no value' by the Numba engines' order keys; use engine='reference'")
 
 
 def order_values(keys: pl.Series, kind: str, dtype) -> pl.Series:

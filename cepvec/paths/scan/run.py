@@ -29,6 +29,7 @@ from cepvec.runtime.progress import warn_user
 from cepvec.runtime.threads import map_threads, split_ranges
 from cepvec.kernels.emit import FROM_FIRST as EMIT_FROM_FIRST, WITHIN as EMIT_WITHIN, segment_emit_times
 from cepvec.runtime.memory import check_emit_rows
+from cepvec.runtime.order_keys import extreme_value_error
 from cepvec.runtime.prepare import Prepared
 from cepvec.kernels import scan as K
 from cepvec.paths.base import batch_end, feed
@@ -370,6 +371,10 @@ class ScanRun:
         comp_i = np.ascontiguousarray(co[main].reshape(len(main), co.shape[1]))
         comp_f = np.ascontiguousarray(co[flo].reshape(len(flo), co.shape[1]))
         mm = [_MinMaxCodes(df[attr]) for _, _, attr in plan.minmax]
+        for (j, _, attr), m in zip(plan.minmax, mm):  # the kernel's 'no value' is Int64's MIN / MAX
+            kind = q.aggs[j].func.lower()
+            if m.kind in ("i", "d") and np.any(m.ok & (m.codes == (K.I64_MAX if kind == "min" else K.NEG_INF))):
+                raise extreme_value_error(q, kind, attr)
         mmv = np.ascontiguousarray(np.stack([m.codes[order] for m in mm], axis=1) if mm
                                    else np.zeros((len(df), 0), np.int64))
         mmok = np.ascontiguousarray(np.stack([m.ok[order] for m in mm], axis=1) if mm

@@ -234,3 +234,14 @@ class EmitPartitions(_Partitions):
     def frame(rng, n, ids):
         return pl.DataFrame({"type": rng.choice(["A", "B", "C"], n), "time": np.cumsum(rng.integers(1, 4, n)),
                              "id": ids, "x": rng.integers(0, 100, n)})
+
+
+class EmitPartitionsFloat(EmitPartitions):
+    """The ``unbounded`` query of :class:`EmitPartitions` with ``numeric="float64"``: its group totals
+    come from a tree of sums over the partitions' current totals (``kernels/emit.py::group_totals``; a
+    running sum of their changes took back infinities and lost small values), against the exact int64
+    running sum of ``EmitPartitions`` in the same run."""
+
+    QUERIES = {"unbounded": EmitPartitions.QUERIES["unbounded"]}
+    NUMERIC = "float64"
+    params = [list(QUERIES), [10, 10_000], ["uniform", "zipf"]]

@@ -312,8 +312,10 @@ class LinearStream(Partitions):
         gop, n_groups = self._group_ids(max(len(self.keys), 1))
         order = np.argsort(pid, kind="stable")  # a partition's rows arrive in time order
         pid, key, val = pid[order], key[order], val[order]
+        reps = np.concatenate([r for r, _ in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
+        times = np.concatenate([t for _, t in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
         if val.dtype.kind == "f":
-            return self._float_totals(pid, key, val, gop, n_groups)
+            return self._float_totals(pid, key, val, reps, times, gop, n_groups)
         delta = val.copy()
         with np.errstate(invalid="ignore"):  # inf - inf: set to 0 below
             delta[1:] -= val[:-1]
@@ -322,8 +324,6 @@ class LinearStream(Partitions):
         first = np.ones(len(pid), np.bool_)
         first[1:] = pid[1:] != pid[:-1]
         delta[first] = val[first]
-        reps = np.concatenate([r for r, _ in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
-        times = np.concatenate([t for _, t in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
         g = np.concatenate([gop[pid], gop[reps]])
         t = np.concatenate([key, times])
         is_emit = np.concatenate([np.zeros(len(pid), np.int64), np.ones(len(times), np.int64)])
@@ -457,12 +457,11 @@ class LinearStream(Partitions):
                 self.outputs.append((out_pid, out_key, out_val))
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
 
-    def _float_totals(self, pid, key, val, gop, n_groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _float_totals(self, pid, key, val, reps, times, gop, n_groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`_carried_forward` with float totals: a group's totals at an emit time are the sum of
         its partitions' current ones (``kernels/emit.py::group_totals``), not a running sum of their
-        changes (a change from ``-inf`` to 0 added ``+inf``, and the running sums crossed groups)."""
-        reps = np.concatenate([r for r, _ in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
-        times = np.concatenate([t for _, t in self.emit_log]) if self.emit_log else np.zeros(0, np.int64)
+        changes (a change from ``-inf`` to 0 added ``+inf``, and the running sums crossed groups);
+        ``reps`` and ``times``: a partition of the group and the time of each emit time."""
         # each partition's leaf in its group's tree: its rank among the group's partitions
         by_group = np.argsort(gop, kind="stable")
         sizes = np.bincount(gop, minlength=n_groups)

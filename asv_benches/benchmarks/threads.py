@@ -128,17 +128,15 @@ class ThreadsCeiling:
             f.result()
 
 
-def _pin(cpus: set[int]) -> dict[int, set[int]]:
-    """Confine every thread of this process (Polars' pool, cepvec's, this one) to ``cpus``; returns the
-    affinities to restore. Threads started later inherit their creator's."""
-    before = {}
+def _pin(cpus: set[int]) -> None:
+    """Confine every thread of this process (Polars' pool, cepvec's, this one) to ``cpus``. Threads
+    started later inherit their creator's affinity, so undoing it is pinning every thread again (those
+    started meanwhile too) to the original set."""
     for tid in map(int, os.listdir("/proc/self/task")):
         try:
-            before[tid] = os.sched_getaffinity(tid)
             os.sched_setaffinity(tid, cpus)
         except OSError:  # a thread that ended meanwhile
             pass
-    return before
 
 
 class ThreadsCores(Threads):
@@ -153,13 +151,50 @@ class ThreadsCores(Threads):
     def setup(self, path, n_groups, data, cores):
         if not hasattr(os, "sched_setaffinity"):
             raise NotImplementedError("needs sched_setaffinity (Linux)")
-        self.before = _pin(set(sorted(os.sched_getaffinity(0))[:cores]))
+        self.cpus = os.sched_getaffinity(0)
+        _pin(set(sorted(self.cpus)[:cores]))
         super().setup(path, n_groups, data, cores)
 
     def teardown(self, path, n_groups, data, cores):
         super().teardown(path, n_groups, data, cores)
-        for tid, cpus in self.before.items():
-            try:
-                os.sched_setaffinity(tid, cpus)
-            except OSError:
-                pass
+        _pin(self.cpus)
+
+
+class ThreadsSpeedup:
+    """The ratio of ``ThreadsCores`` in one measurement: the same run confined to one core and to two,
+    alternating (``repeats`` of each), the median of the one-core times over the median of the two-core
+    times. ``ThreadsCores`` times the two cases minutes apart, and this machine drifts by ±10-20% in
+    that time; alternating cancels the drift (each pair of runs sees the same machine)."""
+
+    params = [list(QUERIES), [100, 10_000], ["uniform", "zipf"]]
+    param_names = ["path", "n_groups", "data"]
+    repeats = 7
+    unit = "×"
+    timeout = 600
+
+    def setup(self, path, n_groups, data):
+        if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+            raise NotImplementedError("needs sched_setaffinity (Linux) and 2 cores")
+        if "CEPVEC_NUM_THREADS" in os.environ:
+            raise NotImplementedError("unset CEPVEC_NUM_THREADS: the runs take one thread per core they may use")
+        text, n = QUERIES[path]
+        self.query = cepvec.compile(text)
+        self.events = events(n, n_groups, data, "ABCD" if path in ("aseq", "minmax") else "A")
+        cepvec.run(self.query, self.events[:2000])  # compile / load the kernels
+        self.cpus = sorted(os.sched_getaffinity(0))
+
+    def track_speedup(self, path, n_groups, data):
+        import statistics
+        import time
+
+        times = {1: [], 2: []}
+        for _ in range(self.repeats):
+            for cores in (1, 2):
+                _pin(set(self.cpus[:cores]))  # (threads a run starts inherit it: each run re-pins all)
+                try:
+                    t0 = time.perf_counter()
+                    cepvec.run(self.query, self.events)
+                    times[cores].append(time.perf_counter() - t0)
+                finally:
+                    _pin(set(self.cpus))
+        return statistics.median(times[1]) / statistics.median(times[2])

@@ -2,7 +2,7 @@
 
 Loops: each segment first runs a per-mode fast loop (events one at a time,
 every program in place; :func:`_within_fast`, :func:`_emit_fast`,
-:func:`_slide_fast`, :func:`_vector_fast`), which falls back to the general
+:func:`_slide_fast`, and :func:`_drive_vector`'s own loop), which falls back to the general
 loop of :func:`run_segments` (groups of equal time stamps) when it meets a
 tie it cannot run one event after the other (``programs.tie_ranks``) or
 another program. What made the difference, measured (Numba 0.68):
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import borrow, jit, jit_inline
+from .._jit import jit, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
 from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
@@ -385,50 +385,6 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
     return ST_OK, n_out, k, 0, 0, n, f_lo, f_hi
 
 
-@jit
-def _vector_fast(mode, lo, hi, pid, ep, ep_hi, emit_times, ev_time, ev_prog, ev_w, PT, out_rows, Xv, X_state,
-                 out_pid, out_key, out_val, n_out, err):
-    """No window (running vector per partition), and EMIT CHANGES without WITHIN (the
-    running totals at every output time). Returns ``(status, n_out)``."""
-    D = Xv.shape[0]
-    n_out_rows = out_rows.shape[0]
-    n_first = n_out  # this segment's first row
-    for r in range(D):
-        Xv[r, 0] = X_state[pid, r]
-    t_prev = 0
-    ovf = np.int64(0)
-    for e in range(lo, hi + 1):
-        t = 0
-        if e < hi:
-            t = ev_time[e]
-            if (PT[PT[ev_prog[e]]] & F_LEFT) == 0 or (e > lo and t == t_prev
-                                                      and not _tie_fits(PT, ev_prog[e - 1], ev_prog[e])):
-                return ST_SLOW, n_out
-            t_prev = t
-        if mode == MODE_EMIT_UNBOUNDED or mode == MODE_EMIT_CHANGED:
-            while ep < ep_hi and (e == hi or emit_times[ep] < t):
-                if _emits(mode, Xv, out_rows, out_val, n_out, n_first):
-                    if n_out == out_pid.shape[0]:
-                        return ST_GROW_OUT, n_out
-                    out_pid[n_out] = pid
-                    out_key[n_out] = emit_times[ep]
-                    for r in range(n_out_rows):
-                        out_val[n_out, r] = Xv[out_rows[r], 0]
-                    n_out += 1
-                ep += 1
-        if e == hi:
-            break
-        ovf |= _apply_fast(Xv, e, ev_prog, ev_w, PT, False)
-        if ovf < 0:
-            err[0] = ERR_OVERFLOW
-            err[1] = pid
-            err[2] = t
-            break
-    for r in range(D):
-        X_state[pid, r] = Xv[r, 0]
-    return ST_OK, n_out
-
-
 @jit_inline
 def _emit_rows_bound(mode, lo, hi, ep, ep_hi):
     """Most EMIT CHANGES rows of a segment: one per emit time; with MODE_EMIT_CHANGED at most one more
@@ -622,27 +578,72 @@ def _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, e
 @jit
 def _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog, ev_w, PT,
                   v0, out_rows, X_state, err, slow):
-    """No window and EMIT CHANGES without WITHIN: the fast loop over every segment."""
+    """No window (a running vector per partition), and EMIT CHANGES without WITHIN (the running totals
+    at every output time): the fast loop over every segment. A segment with an event the fast loop does
+    not take is marked in ``slow``, its ``X_state`` row and rows left as they were (the general loop
+    runs it). One function, not a driver calling a loop per segment: a first run compiles it once
+    (a jitted callee is compiled alone, then again inside its caller's module)."""
     D = v0.shape[0]
+    emits = mode == MODE_EMIT_UNBOUNDED or mode == MODE_EMIT_CHANGED
     ocap = 0
-    if mode == MODE_EMIT_UNBOUNDED or mode == MODE_EMIT_CHANGED:
+    if emits:
         for sg in range(seg_lo.shape[0]):
             ocap += _emit_rows_bound(mode, seg_lo[sg], seg_hi[sg], seg_emit_lo[sg], seg_emit_hi[sg])
     out_pid = np.empty(ocap, np.int64)
     out_key = np.empty(ocap, np.int64)
     out_val = np.empty((ocap, out_rows.shape[0]), v0.dtype)
-    n_out = np.int64(0)  # typed: a literal 0 compiles the helper twice (literal, then int64)
+    n_out_rows = out_rows.shape[0]
+    n_out = np.int64(0)
     Xv = np.zeros((D, 1), v0.dtype)
     for sg in range(seg_lo.shape[0]):
-        n_save = n_out
-        # a call per partition: its arrays borrowed (no reference counts, kernels/_jit.py::borrow)
-        status, n_out = _vector_fast(mode, seg_lo[sg], seg_hi[sg], seg_pid[sg], seg_emit_lo[sg], seg_emit_hi[sg],
-                                     borrow(emit_times), borrow(ev_time), borrow(ev_prog), borrow(ev_w), borrow(PT),
-                                     borrow(out_rows), borrow(Xv), borrow(X_state), borrow(out_pid),
-                                     borrow(out_key), borrow(out_val), n_out, borrow(err))
-        if status != ST_OK:  # ST_SLOW: X_state untouched (the loop writes it at the end)
-            n_out = n_save
+        lo = seg_lo[sg]
+        hi = seg_hi[sg]
+        pid = seg_pid[sg]
+        ep = seg_emit_lo[sg]
+        ep_hi = seg_emit_hi[sg]
+        n_first = n_out  # this segment's first row
+        for r in range(D):
+            Xv[r, 0] = X_state[pid, r]
+        t_prev = 0
+        ovf = np.int64(0)
+        fast = True
+        for e in range(lo, hi + 1):
+            t = 0
+            if e < hi:
+                t = ev_time[e]
+                if (PT[PT[ev_prog[e]]] & F_LEFT) == 0 or (e > lo and t == t_prev
+                                                          and not _tie_fits(PT, ev_prog[e - 1], ev_prog[e])):
+                    fast = False
+                    break
+                t_prev = t
+            if emits:
+                while ep < ep_hi and (e == hi or emit_times[ep] < t):
+                    if _emits(mode, Xv, out_rows, out_val, n_out, n_first):
+                        if n_out == out_pid.shape[0]:  # (the bound above holds: a guard)
+                            fast = False
+                            break
+                        out_pid[n_out] = pid
+                        out_key[n_out] = emit_times[ep]
+                        for r in range(n_out_rows):
+                            out_val[n_out, r] = Xv[out_rows[r], 0]
+                        n_out += 1
+                    ep += 1
+                if not fast:
+                    break
+            if e == hi:
+                break
+            ovf |= _apply_fast(Xv, e, ev_prog, ev_w, PT, False)
+            if ovf < 0:
+                err[0] = ERR_OVERFLOW
+                err[1] = pid
+                err[2] = t
+                break
+        if not fast:
+            n_out = n_first
             slow[sg] = True
-        elif err[0] != 0:
+            continue
+        for r in range(D):
+            X_state[pid, r] = Xv[r, 0]
+        if err[0] != 0:
             break
     return out_pid[:n_out], out_key[:n_out], out_val[:n_out]

@@ -210,10 +210,20 @@ def jit_reading(*names: str):
 # that is not inlined passes every array argument with reference-count updates,
 # which measured 60-100 ns per call with 5-8 arrays (several times the work
 # itself). LLVM-level inlining costs little compile time, unlike Numba's
-# IR-level ``inline="always"`` (35 s on the kernels); keep these helpers small.
+# IR-level ``inline="always"`` for helpers with many call sites (35 s on the
+# kernels: each site types the body again); keep these helpers small.
+# :func:`jit_body` is that IR-level inlining, for a loop with one call site.
 def jit_inline(fn):
     """:func:`jit`, marked ``alwaysinline`` for LLVM."""
     return _compile_once(numba.njit(cache=True, nogil=True, forceinline=True)(fn))
+
+
+def jit_body(fn):
+    """``fn`` typed and lowered inside its jitted caller (Numba's IR-level ``inline="always"``), never
+    compiled on its own. For a loop with one call site: a :func:`jit_inline` function is compiled alone
+    and then optimised again inside its caller's module, which a first run pays twice. Not for helpers
+    with several call sites: each site types the body again."""
+    return numba.njit(inline="always", nogil=True)(fn)
 
 #: Below this many elements, small helper steps (a minimum and maximum, ordering ties or output rows)
 #: run in NumPy instead of their Numba kernels: as fast at that size, and a first run on a cold cache

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline
+from .._jit import jit, jit_body, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
 from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
@@ -186,7 +186,7 @@ def _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1):
     return f
 
 
-@jit_inline
+@jit_body
 def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, j0, j1, xrow):
     """WITHIN w over one segment (``n`` events, the event arrays its slices): adds to the
     output totals ``xrow`` the matches ending in it. Returns ``(status, need, time)``."""

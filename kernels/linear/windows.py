@@ -2,7 +2,8 @@
 
 Loops: each segment first runs a per-mode fast loop (events one at a time,
 every program in place; :func:`_within_fast`, :func:`_emit_fast`,
-:func:`_slide_fast`, and :func:`_drive_vector`'s own loop), which falls back to the general
+:func:`_slide_fast`, each typed inside its driver by ``jit_body``, and :func:`_drive_vector`'s
+own loop), which falls back to the general
 loop of :func:`run_segments` (groups of equal time stamps) when it meets a
 tie it cannot run one event after the other (``programs.tie_ranks``) or
 another program. What made the difference, measured (Numba 0.68):
@@ -231,7 +232,7 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
     return ST_OK, 0, 0
 
 
-@jit_inline
+@jit_body
 def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
                out_pid, out_key, out_val, n_out):
     """WITHIN w EMIT CHANGES over one segment (``n`` events; ``emit_times`` its output
@@ -297,7 +298,7 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
     return ST_OK, n_out, 0, 0
 
 
-@jit_inline
+@jit_body
 def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
                 out_key, out_val, n_out, e0, f_lo, f_hi):
     """WITHIN w SLIDE s over one segment (``n`` events): a result per window

@@ -225,6 +225,7 @@ def jit_body(fn):
     with several call sites: each site types the body again."""
     return numba.njit(inline="always", nogil=True)(fn)
 
+
 #: Below this many elements, small helper steps (a minimum and maximum, ordering ties or output rows)
 #: run in NumPy instead of their Numba kernels: as fast at that size, and a first run on a cold cache
 #: does not compile them. Tests set it to 0 to run the kernels on small inputs too.

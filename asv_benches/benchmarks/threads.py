@@ -42,18 +42,24 @@ def events(n: int, n_groups: int, data: str, types: str) -> pl.DataFrame:
     })
 
 
+def workload(path: str, n_groups: int, data: str) -> tuple[cepvec.Query, pl.DataFrame]:
+    """The compiled query of ``QUERIES[path]`` and its events, its kernels compiled / loaded."""
+    text, n = QUERIES[path]
+    query = cepvec.compile(text)
+    ev = events(n, n_groups, data, "ABCD" if path in ("aseq", "minmax") else "A")
+    cepvec.run(query, ev[:2000])
+    return query, ev
+
+
 class Threads:
     params = [list(QUERIES), [100, 10_000], ["uniform", "zipf"], sorted({1, 2, CORES})]
     param_names = ["path", "n_groups", "data", "threads"]
     timeout = 600
 
     def setup(self, path, n_groups, data, threads):
-        text, n = QUERIES[path]
-        self.query = cepvec.compile(text)
-        self.events = events(n, n_groups, data, "ABCD" if path in ("aseq", "minmax") else "A")
         self.old = os.environ.get("CEPVEC_NUM_THREADS")
         os.environ["CEPVEC_NUM_THREADS"] = str(threads)
-        cepvec.run(self.query, self.events[:2000])  # compile / load the kernels
+        self.query, self.events = workload(path, n_groups, data)
 
     def teardown(self, path, n_groups, data, threads):
         if self.old is None:
@@ -177,10 +183,7 @@ class ThreadsSpeedup:
             raise NotImplementedError("needs sched_setaffinity (Linux) and 2 cores")
         if "CEPVEC_NUM_THREADS" in os.environ:
             raise NotImplementedError("unset CEPVEC_NUM_THREADS: the runs take one thread per core they may use")
-        text, n = QUERIES[path]
-        self.query = cepvec.compile(text)
-        self.events = events(n, n_groups, data, "ABCD" if path in ("aseq", "minmax") else "A")
-        cepvec.run(self.query, self.events[:2000])  # compile / load the kernels
+        self.query, self.events = workload(path, n_groups, data)
         self.cpus = sorted(os.sched_getaffinity(0))
 
     def track_speedup(self, path, n_groups, data):

@@ -131,9 +131,35 @@ def _compile_once(dispatcher):
     return dispatcher
 
 
+#: Every kernel: no C-callable (``cfunc``) wrapper, which only a first-class function value would use.
+#: Each wrapper unpacks every argument: with some 40 arrays, compiling it costs about as much as a
+#: small kernel.
+_OPTIONS = dict(cache=True, nogil=True, no_cfunc_wrapper=True)
+
+
+class _JittedOnly(numba.core.registry.CPUDispatcher):
+    """A kernel compiled without its Python wrapper (:func:`jit_callee`, :func:`jit_inline`): only jitted
+    code may call it. A call from Python raises instead of jumping to a missing entry point."""
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{self.py_func.__module__}.{self.py_func.__qualname__} is compiled for jitted callers "
+                        f"only (no Python wrapper): call the kernel that calls it, or its .py_func")
+
+
+def _jitted_only(dispatcher):
+    dispatcher.__class__ = _JittedOnly
+    return dispatcher
+
+
 def jit(fn):
     """``fn`` compiled by Numba with ``cache=True`` and ``nogil=True``, once per cache (:class:`_CompileOnce`)."""
-    return _compile_once(numba.njit(cache=True, nogil=True)(fn))
+    return _compile_once(numba.njit(**_OPTIONS)(fn))
+
+
+def jit_callee(fn):
+    """:func:`jit` for a kernel that only jitted code calls: compiled without the wrapper that unboxes its
+    arguments for a call from Python (on a cold cache, about a tenth of the trend loop's compile)."""
+    return _jitted_only(_compile_once(numba.njit(no_cpython_wrapper=True, **_OPTIONS)(fn)))
 
 
 def variant(fn, name: str, **constants):
@@ -214,8 +240,8 @@ def jit_reading(*names: str):
 # kernels: each site types the body again); keep these helpers small.
 # :func:`jit_body` is that IR-level inlining, for a loop with one call site.
 def jit_inline(fn):
-    """:func:`jit`, marked ``alwaysinline`` for LLVM."""
-    return _compile_once(numba.njit(cache=True, nogil=True, forceinline=True)(fn))
+    """:func:`jit_callee`, marked ``alwaysinline`` for LLVM."""
+    return _jitted_only(_compile_once(numba.njit(forceinline=True, no_cpython_wrapper=True, **_OPTIONS)(fn)))
 
 
 def jit_body(fn):

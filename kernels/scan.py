@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_callee, jit_inline
 from .trend.arith import _sadd, _smul
 from .trend.keys import _lower
 
@@ -133,7 +133,7 @@ def eval_scratch(max_depth, n):
             np.zeros((max_depth, n), np.float64), np.zeros((max_depth, n), np.bool_))
 
 
-@jit
+@jit_callee
 def _eval_block(prog_op, prog_arg, plo, phi, constI, constF, colI, nI, colF, nF, cand, nc, e, sI, sF, sN, mask):
     """Evaluate one predicate program for the pairs (cand[k], e), k < nc: mask[k] = predicate is true.
 

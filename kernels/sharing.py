@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cepvec.kernels._jit import jit, jit_inline, jit_reading
+from cepvec.kernels._jit import jit, jit_callee, jit_inline, jit_reading
 from cepvec.kernels.trend.arith import _sadd, _smul
 
 MODE_NONE = 0
@@ -93,7 +93,7 @@ def _emit_window(W, wtag, leaf_of, qleaf, p, r, k, out_q, out_p, out_k, out_v, n
     return n_out
 
 
-@jit
+@jit_callee
 def _emit_changes(pend_p, pend_lf, n_pend, t, w, within, leaf_node, lf_ptr, lf_rows, node_kind, first, is_int, C,
                   ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v, n_out):
     """EMIT CHANGES at time ``t``: per (group, leaf) with an END event at ``t`` (each pair is recorded
@@ -173,7 +173,7 @@ def _leaf_value(p, lf, t, w, within, use_mask, leaf_node, node_kind, first, is_i
 
 # Not inlined: called only by events of a negated type; inlined, its code slowed the per-event loop of
 # workloads without negation by 10% (120 e-commerce queries, 188 -> 205 ms).
-@jit
+@jit_callee
 def _reset_guarded(i, c, p, jcur, jlo, Rp, use_mask, pm, reset_ptr, reset_nodes, reset_pred, C, ctag, mask, j_part,
                    j_node, j_slot, j_old, j_reset, n_j, within, leaf_of, W, is_int):
     """Event ``i`` (type code ``c``, partition ``p``, pane ``jcur``) resets the guarded nodes of its type:
@@ -253,7 +253,7 @@ def _journal(p, row, slot, old, j_part, j_row, j_slot, j_old, j_reset, n_j):
     return n_j + 1
 
 
-@jit
+@jit_callee
 def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wtag, wj_part, wj_leaf, wj_slot,
                 wj_old, wj_reset, n_wj):
     """Event ``i`` (code ``c``, partition ``p``, in windows ``kmin..kmax``) ends the matches of the leaves

@@ -136,3 +136,34 @@ def test_a_variant_compiles_only_its_own_branch():
     assert R.run_segments_none.py_func.__globals__["SLIDE"] is False
     with pytest.raises(TypeError, match="reads no global 'NARROW'"):
         _jit.variant(_sample, "_bad", NARROW=True)
+
+
+
+def _twice(v):
+    return 2 * v
+
+
+_twice_callee = _jit.jit_callee(_twice)
+
+
+@numba.njit
+def _calls_twice(v):
+    return _twice_callee(v) + 1
+
+
+def test_a_kernel_for_jitted_callers_has_no_python_wrapper_and_says_so():
+    """``jit_callee`` / ``jit_inline`` compile no Python wrapper (a first run's compile of ``_epoch`` saved
+    about a tenth): jitted code calls them as before, and a call from Python is refused with the fix
+    instead of jumping to an entry point that does not exist."""
+    assert _calls_twice(np.int64(20)) == 41
+    with pytest.raises(TypeError, match=r"test_jit\._twice is compiled for jitted callers only .* \.py_func"):
+        _twice_callee(np.int64(20))
+    cres = next(iter(_twice_callee.overloads.values()))
+    assert not cres.library.get_pointer_to_function(cres.fndesc.llvm_cpython_wrapper_name)
+    from cepvec.kernels.keys import _slot
+    from cepvec.kernels.trend.epoch import _epoch
+
+    for kernel in (_slot, _epoch):  # an LLVM-inlined helper and the trend path's loop
+        assert kernel.targetoptions["no_cpython_wrapper"] is True
+        with pytest.raises(TypeError, match="jitted callers only"):
+            kernel()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline
+from .._jit import jit_callee, jit_inline
 from .arith import _add, _big, _delta, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
 from .constants import ERR_OVERFLOW, HDR
 
@@ -109,7 +109,7 @@ def _apply_fast(X, e, ev_prog, ev_w, PT, right):
     return f
 
 
-@jit
+@jit_callee
 def _apply_generic(X, lo, hi, ev_prog, ev_w, PT, tmp, err, right):
     """X <- M_group X (``right``: X <- M_group^T X) for events [lo, hi) of one time stamp.
 
@@ -168,7 +168,7 @@ def _set_identity(M):
         M[i, i] = _one(M[0, 0])
 
 
-@jit
+@jit_callee
 def _within_generic(X_state, pid, lo, hi, B, U, ui, Y, Y2, ev_prog, ev_w, PT, tmp, out_rows, err):
     """WITHIN: add to the output totals the matches ending in group [lo, hi) (any programs)."""
     D = B.shape[0]

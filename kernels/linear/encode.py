@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline, jit_reading
+from .._jit import jit, jit_callee, jit_inline, jit_reading
 from ..views import VIEW_HI_MASK, VIEW_LO_MASK
 from .constants import F_END, MODE_SLIDE, TIE_SHIFT
 
@@ -153,7 +153,7 @@ def fill_carry(c_t, c_prog, c_w, c_pid, pos, out_t, out_prog, out_w):
             out_w[j, c] = c_w[i, c]
 
 
-@jit
+@jit_callee
 def _end_times(ev_time, ev_prog, prog_flags, out):
     """Distinct times of the END events among the slices (time-sorted) into ``out``;
     returns their number (loops from 0 over slices: no index wraparound)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit
+from .._jit import jit, jit_callee
 from .apply import _apply_fast, _apply_generic, _dot, _fast, _set_identity, _u_row, _within_generic
 from .arith import _add, _mul
 from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_CHANGED,
@@ -97,7 +97,7 @@ def run_segments(mode, w, s, check,
     return tuple(np.concatenate([a, b]) for a, b in zip(outs, g))
 
 
-@jit
+@jit_callee
 def _slide_bound(w, s, lo, hi, ev_time):
     """Windows [k s, k s + w) that hold an event of [lo, hi): bounds the SLIDE results."""
     n = 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_body, jit_inline
+from .._jit import jit, jit_body, jit_callee, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
 from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
@@ -410,7 +410,7 @@ def _emits(mode, Xv, out_rows, out_val, n_out, n_first):
     return False
 
 
-@jit
+@jit_callee
 def _grow_out(out_pid, out_key, out_val, need):
     """Larger output arrays holding the same rows (plain loops: cheaper to compile than
     slice assignment)."""
@@ -430,7 +430,7 @@ def _grow_out(out_pid, out_key, out_val, need):
 # ---------------------------------------------------------------------- drivers
 # One jitted driver per mode around its fast loop (called by ``run.run_segments``).
 
-@jit
+@jit_callee
 def _flat_workspace(D, fcap, v0):
     """B, GT and U of the fast loops in one array; U[0] = v0."""
     Wk = np.zeros(2 * D * D + (fcap + 1) * D, v0.dtype)

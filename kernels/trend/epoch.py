@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from .._jit import jit
+from .._jit import jit_callee
 from .arith import _sadd, _smul
 from .constants import _I64_MAX, _I64_MIN, K_EQ, K_SUM, MODE_SLIDE
 
 
 # One long function on purpose: inside a kernel this large, a call with array arguments per event
 # costs atomic reference counting (see the package docstring, ``__init__.py``).
-@jit
+@jit_callee
 def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
            ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_kok, ev_tok,
            occ_start, occ_end, in_ptr, in_tr, out_ptr, out_tr,

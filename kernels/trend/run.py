@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import borrow, jit, jit_inline, variant
+from .._jit import borrow, jit, jit_callee, jit_inline, variant
 from .arith import _add
 from .constants import (END, ERR_INTERNAL, ERR_MEMORY, ERR_OVERFLOW, K_EQ, K_GE, K_GT, K_LE, K_LT, K_SUM, MODE_NONE,
                         MODE_SLIDE)
@@ -24,7 +24,7 @@ def _query_index(kind, p, m, KS, a, thr):
     return m - p
 
 
-@jit
+@jit_callee
 def key_spaces(ep_lo, ep_hi, c0, c1, gctr, search_keys, tr_kind, tr_src, tgt, ev_bind, ev_kok, ev_key, ev_tok,
                ev_thr, cs_tr, cs_key, ks_off, ks_m, nd_base, RG, KS, KV, KT, KVT, INS, QRY):
     """Build the key spaces of one epoch (events ``ep_lo:ep_hi``, carried rows ``c0:c1``): per keyed

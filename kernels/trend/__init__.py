@@ -53,7 +53,8 @@ overflow detection or float64) and a float64 row (float sums when counts are
 exact).
 
 Performance note: the per-event code (:func:`_epoch`) takes no array views,
-rebinds no array and calls no function with array arguments; inside a kernel
+rebinds no array and calls no function with array arguments (but its row
+helpers, which LLVM inlines, on arrays its caller borrowed); inside a kernel
 this large, Numba then emits atomic reference counting per event, which cost
 up to 80% of the run time. :func:`_run_segments` calls :func:`_epoch` once per
 epoch (once per partition for small ones) with its some 40 arrays borrowed

@@ -3,13 +3,68 @@
 
 from __future__ import annotations
 
-from .._jit import jit_callee
+import numpy as np
+
+from .._jit import jit_callee, jit_inline
 from .arith import _sadd, _smul
 from .constants import _I64_MAX, _I64_MIN, K_EQ, K_SUM, MODE_SLIDE
 
 
+#: ``ring_dst`` of :func:`_ring_add` and a ``check`` that is off, as typed values (a literal True /
+#: False would compile the helper once per value)
+_RING_DST = np.bool_(True)
+_RING_SRC = np.bool_(False)
+_NO_CHECK = np.bool_(False)
+#: row 0 as a typed value: a literal 0 compiles a helper once more (``Literal[int](0)``)
+_ROW0 = np.int64(0)
+
+
+@jit_inline
+def _ring_add(dst, d, src, s, ring_dst, s0, n, W, R, check):
+    """Rows ``j < n`` of ``R`` values: ``dst`` row += ``src`` row. One side is a ring of ``W`` rows at
+    ``d`` (``ring_dst``) or ``s`` whose row ``j`` is slot ``(s0 + j) % W``, the other ``n`` rows in a
+    line. With ``check``, a sum that would overflow int64 is not added and the result is True.
+    (Inlined by LLVM: its arrays are the caller's borrowed ones, so the call counts no references.)"""
+    n1 = W - s0
+    if n1 > n:
+        n1 = n
+    bad = False
+    for pc in range(2):
+        if pc == 0:
+            ring = s0 * R
+            line = 0
+            xn = n1 * R
+        else:
+            ring = 0
+            line = n1 * R
+            xn = (n - n1) * R
+        xd = d + ring if ring_dst else d + line
+        xs = s + line if ring_dst else s + ring
+        for x in range(xn):
+            a_ = dst[xd + x]
+            b_ = src[xs + x]
+            if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
+                bad = True
+            else:
+                dst[xd + x] = a_ + b_
+    return bad
+
+
+@jit_inline
+def _ring_copy(dst, d, src, s, s0, n, W, R):
+    """As :func:`_ring_add` with the ring in ``dst``, copying the rows instead of adding them."""
+    n1 = W - s0
+    if n1 > n:
+        n1 = n
+    for x in range(n1 * R):
+        dst[d + s0 * R + x] = src[s + x]
+    for x in range((n - n1) * R):
+        dst[d + x] = src[s + n1 * R + x]
+
+
 # One long function on purpose: inside a kernel this large, a call with array arguments per event
-# costs atomic reference counting (see the package docstring, ``__init__.py``).
+# costs atomic reference counting (see the package docstring, ``__init__.py``); the ring-row helpers
+# above are inlined by LLVM and take only arrays the caller borrowed.
 @jit_callee
 def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
            ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_kok, ev_tok,
@@ -20,7 +75,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
     """Process the events ``[ep_lo, ep_hi)`` of one partition, one time stamp (group) at a time.
 
     Every buffer is sized by the caller, so no array is rebound here, and no view is taken and no
-    function with array arguments is called per event: each would cost atomic reference counting.
+    function with array arguments is called per event but the LLVM-inlined :func:`_ring_add` and
+    :func:`_ring_copy` on the borrowed arrays: each would cost atomic reference counting.
     Returns ``(k_next, opened, gctr, n_out, overflow, time)``.
     """
     n_occ = occ_start.shape[0]
@@ -118,39 +174,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                     tr = in_tr[ii]
                     kind = tr_kind[tr]
                     if kind == K_SUM:
-                        n1 = W - s0
-                        if n1 > nl:
-                            n1 = nl
-                        for pc in range(2):
-                            if pc == 0:
-                                xd = ri
-                                xs = tr * WRi + s0 * Ri
-                                xn = n1 * Ri
-                            else:
-                                xd = ri + n1 * Ri
-                                xs = tr * WRi
-                                xn = (nl - n1) * Ri
-                            for x in range(xn):
-                                a_ = tmpI[xd + x]
-                                b_ = RSI[xs + x]
-                                if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
-                                    bad = True
-                                else:
-                                    tmpI[xd + x] = a_ + b_
-                        n1 = W - s0
-                        if n1 > nl:
-                            n1 = nl
-                        for pc in range(2):
-                            if pc == 0:
-                                xd = rf
-                                xs = tr * WRf + s0 * Rf
-                                xn = n1 * Rf
-                            else:
-                                xd = rf + n1 * Rf
-                                xs = tr * WRf
-                                xn = (nl - n1) * Rf
-                            for x in range(xn):
-                                tmpF[xd + x] += RSF[xs + x]
+                        bad |= _ring_add(tmpI, ri, RSI, tr * WRi, _RING_SRC, s0, nl, W, Ri, check)
+                        _ring_add(tmpF, rf, RSF, tr * WRf, _RING_SRC, s0, nl, W, Rf, _NO_CHECK)
                         continue
                     if not ev_tok[ee, tr]:
                         continue
@@ -172,39 +197,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                         else:
                             nv = 1
                         if nv > 0:
-                            n1 = W - s0
-                            if n1 > nv:
-                                n1 = nv
-                            for pc in range(2):
-                                if pc == 0:
-                                    xd = ri
-                                    xs = nd * WRi + s0 * Ri
-                                    xn = n1 * Ri
-                                else:
-                                    xd = ri + n1 * Ri
-                                    xs = nd * WRi
-                                    xn = (nv - n1) * Ri
-                                for x in range(xn):
-                                    a_ = tmpI[xd + x]
-                                    b_ = TI[xs + x]
-                                    if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
-                                        bad = True
-                                    else:
-                                        tmpI[xd + x] = a_ + b_
-                            n1 = W - s0
-                            if n1 > nv:
-                                n1 = nv
-                            for pc in range(2):
-                                if pc == 0:
-                                    xd = rf
-                                    xs = nd * WRf + s0 * Rf
-                                    xn = n1 * Rf
-                                else:
-                                    xd = rf + n1 * Rf
-                                    xs = nd * WRf
-                                    xn = (nv - n1) * Rf
-                                for x in range(xn):
-                                    tmpF[xd + x] += TF[xs + x]
+                            bad |= _ring_add(tmpI, ri, TI, nd * WRi, _RING_SRC, s0, nv, W, Ri, check)
+                            _ring_add(tmpF, rf, TF, nd * WRf, _RING_SRC, s0, nv, W, Rf, _NO_CHECK)
                         if kind == K_EQ:
                             break
                         i = i & (i - 1)
@@ -271,39 +265,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                 tr = out_tr[ii]
                 kind = tr_kind[tr]
                 if kind == K_SUM:
-                    n1 = W - s0
-                    if n1 > nl:
-                        n1 = nl
-                    for pc in range(2):
-                        if pc == 0:
-                            xd = tr * WRi + s0 * Ri
-                            xs = ri
-                            xn = n1 * Ri
-                        else:
-                            xd = tr * WRi
-                            xs = ri + n1 * Ri
-                            xn = (nl - n1) * Ri
-                        for x in range(xn):
-                            a_ = RSI[xd + x]
-                            b_ = tmpI[xs + x]
-                            if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
-                                bad = True
-                            else:
-                                RSI[xd + x] = a_ + b_
-                    n1 = W - s0
-                    if n1 > nl:
-                        n1 = nl
-                    for pc in range(2):
-                        if pc == 0:
-                            xd = tr * WRf + s0 * Rf
-                            xs = rf
-                            xn = n1 * Rf
-                        else:
-                            xd = tr * WRf
-                            xs = rf + n1 * Rf
-                            xn = (nl - n1) * Rf
-                        for x in range(xn):
-                            RSF[xd + x] += tmpF[xs + x]
+                    bad |= _ring_add(RSI, tr * WRi, tmpI, ri, _RING_DST, s0, nl, W, Ri, check)
+                    _ring_add(RSF, tr * WRf, tmpF, rf, _RING_DST, s0, nl, W, Rf, _NO_CHECK)
                     continue
                 if not ev_kok[ee, tr]:
                     continue
@@ -330,106 +293,18 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                     sb = s0 + na
                     if sb >= W:
                         sb -= W
-                    n1 = W - s0
-                    if n1 > na:
-                        n1 = na
-                    for pc in range(2):
-                        if pc == 0:
-                            xd = nd * WRi + s0 * Ri
-                            xs = ri
-                            xn = n1 * Ri
-                        else:
-                            xd = nd * WRi
-                            xs = ri + n1 * Ri
-                            xn = (na - n1) * Ri
-                        for x in range(xn):
-                            a_ = TI[xd + x]
-                            b_ = tmpI[xs + x]
-                            if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
-                                bad = True
-                            else:
-                                TI[xd + x] = a_ + b_
-                    n1 = W - sb
-                    if n1 > nr:
-                        n1 = nr
-                    for pc in range(2):
-                        if pc == 0:
-                            xd = nd * WRi + sb * Ri
-                            xs = ri + na * Ri
-                            xn = n1 * Ri
-                        else:
-                            xd = nd * WRi
-                            xs = ri + na * Ri + n1 * Ri
-                            xn = (nr - n1) * Ri
-                        for x in range(xn):
-                            TI[xd + x] = tmpI[xs + x]
-                    n1 = W - s0
-                    if n1 > na:
-                        n1 = na
-                    for pc in range(2):
-                        if pc == 0:
-                            xd = nd * WRf + s0 * Rf
-                            xs = rf
-                            xn = n1 * Rf
-                        else:
-                            xd = nd * WRf
-                            xs = rf + n1 * Rf
-                            xn = (na - n1) * Rf
-                        for x in range(xn):
-                            TF[xd + x] += tmpF[xs + x]
-                    n1 = W - sb
-                    if n1 > nr:
-                        n1 = nr
-                    for pc in range(2):
-                        if pc == 0:
-                            xd = nd * WRf + sb * Rf
-                            xs = rf + na * Rf
-                            xn = n1 * Rf
-                        else:
-                            xd = nd * WRf
-                            xs = rf + na * Rf + n1 * Rf
-                            xn = (nr - n1) * Rf
-                        for x in range(xn):
-                            TF[xd + x] = tmpF[xs + x]
+                    bad |= _ring_add(TI, nd * WRi, tmpI, ri, _RING_DST, s0, na, W, Ri, check)
+                    _ring_copy(TI, nd * WRi, tmpI, ri + na * Ri, sb, nr, W, Ri)
+                    _ring_add(TF, nd * WRf, tmpF, rf, _RING_DST, s0, na, W, Rf, _NO_CHECK)
+                    _ring_copy(TF, nd * WRf, tmpF, rf + na * Rf, sb, nr, W, Rf)
                     if tags and khi > kold:
                         NKM[nd] = khi
                     if kind == K_EQ:
                         break
                     i += i & (-i)
             if occ_end[o]:
-                n1 = W - s0
-                if n1 > nl:
-                    n1 = nl
-                for pc in range(2):
-                    if pc == 0:
-                        xd = 0 + s0 * Ri
-                        xs = ri
-                        xn = n1 * Ri
-                    else:
-                        xd = 0
-                        xs = ri + n1 * Ri
-                        xn = (nl - n1) * Ri
-                    for x in range(xn):
-                        a_ = FINI[xd + x]
-                        b_ = tmpI[xs + x]
-                        if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
-                            bad = True
-                        else:
-                            FINI[xd + x] = a_ + b_
-                n1 = W - s0
-                if n1 > nl:
-                    n1 = nl
-                for pc in range(2):
-                    if pc == 0:
-                        xd = 0 + s0 * Rf
-                        xs = rf
-                        xn = n1 * Rf
-                    else:
-                        xd = 0
-                        xs = rf + n1 * Rf
-                        xn = (nl - n1) * Rf
-                    for x in range(xn):
-                        FINF[xd + x] += tmpF[xs + x]
+                bad |= _ring_add(FINI, _ROW0, tmpI, ri, _RING_DST, s0, nl, W, Ri, check)
+                _ring_add(FINF, _ROW0, tmpF, rf, _RING_DST, s0, nl, W, Rf, _NO_CHECK)
         if bad:
             return k_next, opened, gctr, n_out, True, t
         e = g1

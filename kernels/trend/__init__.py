@@ -54,7 +54,7 @@ exact).
 
 Performance note: the per-event code (:func:`_epoch`) takes no array views,
 rebinds no array and calls no function with array arguments (but its row
-helpers, which LLVM inlines, on arrays its caller borrowed); inside a kernel
+helper, which LLVM inlines, on arrays its caller borrowed); inside a kernel
 this large, Numba then emits atomic reference counting per event, which cost
 up to 80% of the run time. :func:`_run_segments` calls :func:`_epoch` once per
 epoch (once per partition for small ones) with its some 40 arrays borrowed

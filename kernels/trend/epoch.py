@@ -10,21 +10,23 @@ from .arith import _sadd, _smul
 from .constants import _I64_MAX, _I64_MIN, K_EQ, K_SUM, MODE_SLIDE
 
 
-#: ``ring_dst`` of :func:`_ring_add` and a ``check`` that is off, as typed values (a literal True /
-#: False would compile the helper once per value)
+#: The flags of :func:`_ring_add` as typed values (a literal True / False would compile it once per value)
 _RING_DST = np.bool_(True)
 _RING_SRC = np.bool_(False)
 _NO_CHECK = np.bool_(False)
+_ADD = np.bool_(False)
+_COPY = np.bool_(True)
 #: row 0 as a typed value: a literal 0 compiles a helper once more (``Literal[int](0)``)
 _ROW0 = np.int64(0)
 
 
 @jit_inline
-def _ring_add(dst, d, src, s, ring_dst, s0, n, W, R, check):
-    """Rows ``j < n`` of ``R`` values: ``dst`` row += ``src`` row. One side is a ring of ``W`` rows at
-    ``d`` (``ring_dst``) or ``s`` whose row ``j`` is slot ``(s0 + j) % W``, the other ``n`` rows in a
-    line. With ``check``, a sum that would overflow int64 is not added and the result is True.
-    (Inlined by LLVM: its arrays are the caller's borrowed ones, so the call counts no references.)"""
+def _ring_add(dst, d, src, s, ring_dst, s0, n, W, R, check, copy):
+    """Rows ``j < n`` of ``R`` values: ``dst`` row += ``src`` row (``copy``: ``dst`` row = ``src`` row).
+    One side is a ring of ``W`` rows at ``d`` (``ring_dst``) or ``s`` whose row ``j`` is slot
+    ``(s0 + j) % W``, the other ``n`` rows in a line. With ``check``, a sum that would overflow int64
+    is not added and the result is True. (Inlined by LLVM, where the flags are constants: its arrays
+    are the caller's borrowed ones, so the call counts no references.)"""
     n1 = W - s0
     if n1 > n:
         n1 = n
@@ -43,28 +45,18 @@ def _ring_add(dst, d, src, s, ring_dst, s0, n, W, R, check):
         for x in range(xn):
             a_ = dst[xd + x]
             b_ = src[xs + x]
-            if check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
+            if copy:
+                dst[xd + x] = b_
+            elif check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
                 bad = True
             else:
                 dst[xd + x] = a_ + b_
     return bad
 
 
-@jit_inline
-def _ring_copy(dst, d, src, s, s0, n, W, R):
-    """As :func:`_ring_add` with the ring in ``dst``, copying the rows instead of adding them."""
-    n1 = W - s0
-    if n1 > n:
-        n1 = n
-    for x in range(n1 * R):
-        dst[d + s0 * R + x] = src[s + x]
-    for x in range((n - n1) * R):
-        dst[d + x] = src[s + n1 * R + x]
-
-
 # One long function on purpose: inside a kernel this large, a call with array arguments per event
-# costs atomic reference counting (see the package docstring, ``__init__.py``); the ring-row helpers
-# above are inlined by LLVM and take only arrays the caller borrowed.
+# costs atomic reference counting (see the package docstring, ``__init__.py``); the ring-row helper
+# above is inlined by LLVM and takes only arrays the caller borrowed.
 @jit_callee
 def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
            ev_t, ev_bind, ev_neg, ev_wi, ev_wf, ev_kok, ev_tok,
@@ -75,8 +67,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
     """Process the events ``[ep_lo, ep_hi)`` of one partition, one time stamp (group) at a time.
 
     Every buffer is sized by the caller, so no array is rebound here, and no view is taken and no
-    function with array arguments is called per event but the LLVM-inlined :func:`_ring_add` and
-    :func:`_ring_copy` on the borrowed arrays: each would cost atomic reference counting.
+    function with array arguments is called per event but the LLVM-inlined :func:`_ring_add` on
+    the borrowed arrays: each would cost atomic reference counting.
     Returns ``(k_next, opened, gctr, n_out, overflow, time)``.
     """
     n_occ = occ_start.shape[0]
@@ -174,8 +166,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                     tr = in_tr[ii]
                     kind = tr_kind[tr]
                     if kind == K_SUM:
-                        bad |= _ring_add(tmpI, ri, RSI, tr * WRi, _RING_SRC, s0, nl, W, Ri, check)
-                        _ring_add(tmpF, rf, RSF, tr * WRf, _RING_SRC, s0, nl, W, Rf, _NO_CHECK)
+                        bad |= _ring_add(tmpI, ri, RSI, tr * WRi, _RING_SRC, s0, nl, W, Ri, check, _ADD)
+                        _ring_add(tmpF, rf, RSF, tr * WRf, _RING_SRC, s0, nl, W, Rf, _NO_CHECK, _ADD)
                         continue
                     if not ev_tok[ee, tr]:
                         continue
@@ -197,8 +189,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                         else:
                             nv = 1
                         if nv > 0:
-                            bad |= _ring_add(tmpI, ri, TI, nd * WRi, _RING_SRC, s0, nv, W, Ri, check)
-                            _ring_add(tmpF, rf, TF, nd * WRf, _RING_SRC, s0, nv, W, Rf, _NO_CHECK)
+                            bad |= _ring_add(tmpI, ri, TI, nd * WRi, _RING_SRC, s0, nv, W, Ri, check, _ADD)
+                            _ring_add(tmpF, rf, TF, nd * WRf, _RING_SRC, s0, nv, W, Rf, _NO_CHECK, _ADD)
                         if kind == K_EQ:
                             break
                         i = i & (i - 1)
@@ -265,8 +257,8 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                 tr = out_tr[ii]
                 kind = tr_kind[tr]
                 if kind == K_SUM:
-                    bad |= _ring_add(RSI, tr * WRi, tmpI, ri, _RING_DST, s0, nl, W, Ri, check)
-                    _ring_add(RSF, tr * WRf, tmpF, rf, _RING_DST, s0, nl, W, Rf, _NO_CHECK)
+                    bad |= _ring_add(RSI, tr * WRi, tmpI, ri, _RING_DST, s0, nl, W, Ri, check, _ADD)
+                    _ring_add(RSF, tr * WRf, tmpF, rf, _RING_DST, s0, nl, W, Rf, _NO_CHECK, _ADD)
                     continue
                 if not ev_kok[ee, tr]:
                     continue
@@ -293,18 +285,18 @@ def _epoch(mode, w, s, W, check, tags, pid, ep_lo, ep_hi, k_next, opened, gctr,
                     sb = s0 + na
                     if sb >= W:
                         sb -= W
-                    bad |= _ring_add(TI, nd * WRi, tmpI, ri, _RING_DST, s0, na, W, Ri, check)
-                    _ring_copy(TI, nd * WRi, tmpI, ri + na * Ri, sb, nr, W, Ri)
-                    _ring_add(TF, nd * WRf, tmpF, rf, _RING_DST, s0, na, W, Rf, _NO_CHECK)
-                    _ring_copy(TF, nd * WRf, tmpF, rf + na * Rf, sb, nr, W, Rf)
+                    bad |= _ring_add(TI, nd * WRi, tmpI, ri, _RING_DST, s0, na, W, Ri, check, _ADD)
+                    _ring_add(TI, nd * WRi, tmpI, ri + na * Ri, _RING_DST, sb, nr, W, Ri, _NO_CHECK, _COPY)
+                    _ring_add(TF, nd * WRf, tmpF, rf, _RING_DST, s0, na, W, Rf, _NO_CHECK, _ADD)
+                    _ring_add(TF, nd * WRf, tmpF, rf + na * Rf, _RING_DST, sb, nr, W, Rf, _NO_CHECK, _COPY)
                     if tags and khi > kold:
                         NKM[nd] = khi
                     if kind == K_EQ:
                         break
                     i += i & (-i)
             if occ_end[o]:
-                bad |= _ring_add(FINI, _ROW0, tmpI, ri, _RING_DST, s0, nl, W, Ri, check)
-                _ring_add(FINF, _ROW0, tmpF, rf, _RING_DST, s0, nl, W, Rf, _NO_CHECK)
+                bad |= _ring_add(FINI, _ROW0, tmpI, ri, _RING_DST, s0, nl, W, Ri, check, _ADD)
+                _ring_add(FINF, _ROW0, tmpF, rf, _RING_DST, s0, nl, W, Rf, _NO_CHECK, _ADD)
         if bad:
             return k_next, opened, gctr, n_out, True, t
         e = g1

@@ -244,6 +244,11 @@ def jit_inline(fn):
     return _jitted_only(_compile_once(numba.njit(forceinline=True, no_cpython_wrapper=True, **_OPTIONS)(fn)))
 
 
+#: ``jit_options`` of an ``@overload`` whose implementations only kernels call (the state arithmetic,
+#: ``linear/arith.py``): inlined by LLVM, compiled without wrappers.
+OVERLOAD_OPTIONS = dict(forceinline=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
 def jit_body(fn):
     """``fn`` typed and lowered inside its jitted caller (Numba's IR-level ``inline="always"``), never
     compiled on its own. For a loop with one call site: a :func:`jit_inline` function is compiled alone

@@ -11,7 +11,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from .._jit import jit_inline
+from .._jit import OVERLOAD_OPTIONS, jit_inline
 
 
 # ---------------------------------------------------------------------- arithmetic helpers
@@ -27,7 +27,7 @@ from .._jit import jit_inline
 
 _I64_MAX = 9223372036854775807
 _U64_MAX = 18446744073709551615
-_INLINE = {"forceinline": True, "nogil": True}
+_INLINE = OVERLOAD_OPTIONS
 
 
 def _wadd(a, b):

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cepvec.kernels._jit import jit, jit_callee, jit_inline, jit_reading
+from cepvec.kernels._jit import jit, jit_callee, jit_inline, jit_reading, variant
 from cepvec.kernels.trend.arith import _sadd, _smul
 
 MODE_NONE = 0
@@ -281,8 +281,14 @@ def _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wta
     return n_wj
 
 
-@jit_reading("pid", "times")
-def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
+#: The variant's constants (``kernels/_jit.py::variant``): ``NEG``, negations (guarded nodes, negated
+#: starts and ends); ``EMIT``, EMIT CHANGES. :data:`run_shared_plain` has neither and compiles neither's
+#: code (nor its helpers); :data:`run_shared` has both.
+NEG = True
+EMIT = True
+
+
+def _run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
                reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first, parent, leaf_of,
                qleaf, mode, w, s, g, is_int, emit, leaf_node, lf_ptr, lf_rows, gid, grp_ptr, grp_parts, C, ctag, mask, W,
                wtag, slot_k, LN, PN, FL, OT, ON, start, out_q, out_p, out_k, out_v):
@@ -417,7 +423,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
         p = pid[i]
         t = times[i]
         if (mode == MODE_SLIDE or emit) and (i == start or times[i - 1] != t):
-            if n_pend:  # the rows of the previous time stamp's END events (room checked at its start)
+            if EMIT and n_pend:  # the rows of the previous time stamp's END events (room checked at its start)
                 n_out = _emit_changes(pend_p, pend_lf, n_pend, times[i - 1], w, within, leaf_node, lf_ptr, lf_rows,
                                       node_kind, first, is_int, C, ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v,
                                       n_out)
@@ -431,7 +437,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 e += 1
             if n_out + (e - i) * (Q * most_parts if emit else Rw * Q) > cap:
                 return 1, i, n_out
-        for a in range(start_ptr[c], start_ptr[c + 1] if has_start else start_ptr[c]):  # a negated start's N
+        for a in range(start_ptr[c], start_ptr[c + 1] if NEG and has_start else start_ptr[c]):  # a negated start's N
             pr = start_pred[a]
             if pr >= 0 and not pm[i, pr]:
                 continue
@@ -490,7 +496,7 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                     continue  # the node's local predicate rejects this event
             par = parent[node]
             lf = leaf_of[node]
-            if emit and lf >= 0:  # an END event of the leaf's queries: rows of its group after this time stamp
+            if EMIT and emit and lf >= 0:  # an END event of the leaf's queries: rows of its group after this time stamp
                 gr = gid[p]
                 if wtag[gr, lf, 0] != t:  # (no window totals under EMIT CHANGES: the tag holds the last
                     wtag[gr, lf, 0] = t   # time the pair was recorded)
@@ -498,8 +504,8 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                     pend_lf[n_pend] = lf
                     n_pend += 1
                 lf = -1  # no totals in W
-            fn = first[node] if has_start else -1  # loop-invariant flag: no load without a negated start
-            if par == 0 and fn >= 0:  # a negated start: the last N strictly before this event
+            fn = first[node] if NEG and has_start else -1  # loop-invariant flag: no load without a negated start
+            if NEG and par == 0 and fn >= 0:  # a negated start: the last N strictly before this event
                 last_n = LN[p, fn] if LN[p, fn] < t else PN[p, fn]
                 floor = NO_TAG
                 if last_n != NO_TAG:
@@ -594,9 +600,9 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                 if lf >= 0:  # a query's last node: the windows that contain t and start by pane jp
                     khi = kmax if mode != MODE_SLIDE else min(kmax, jp * g // s)
                     klo = kmin
-                    if within and fn >= 0 and FL[p, fn, b] != NO_TAG and FL[p, fn, b] > t - w:
+                    if NEG and within and fn >= 0 and FL[p, fn, b] != NO_TAG and FL[p, fn, b] > t - w:
                         continue  # the last N before the first event is within w of t
-                    if fn >= 0 and mode == MODE_SLIDE and FL[p, fn, b] != NO_TAG:
+                    if NEG and fn >= 0 and mode == MODE_SLIDE and FL[p, fn, b] != NO_TAG:
                         kf = ((FL[p, fn, b] + 1) * g + s - 1) // s  # windows starting after the N's pane
                         if kf > klo:
                             klo = kf
@@ -610,22 +616,22 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
                         nv, o1 = _combine(kind, signed, is_int, tot, val)
                         if o1:
                             return -2, i, n_out
-                        if tie and has_end:  # (MIN / MAX never meet a negated end)
+                        if NEG and tie and has_end:  # (MIN / MAX never meet a negated end)
                             n_wj = _journal(p, lf, r, tot, wj_part, wj_leaf, wj_slot, wj_old, wj_reset, n_wj)
                         W[p, lf, r] = nv
                         r += 1
                         if r == Rw:
                             r = 0
-        if ends:
+        if NEG and ends:
             n_wj = _reset_ends(i, c, p, kmin, kmax, Rw, pm, end_ptr, end_leaf, end_pred, W, wtag, wj_part, wj_leaf,
                                wj_slot, wj_old, wj_reset, n_wj)
-        if reset_ptr[c + 1] > reset_ptr[c]:
+        if NEG and reset_ptr[c + 1] > reset_ptr[c]:
             n_j = _reset_guarded(i, c, p, jcur, jlo if within else jcur - Rp + 1, Rp, use_mask, pm, reset_ptr,
                                  reset_nodes, reset_pred, C, ctag, mask, j_part, j_node, j_slot, j_old, j_reset, n_j,
                                  within and not emit, leaf_of, W, is_int)
             if n_j < 0:
                 return -2, i, n_out
-    if n_pend:
+    if EMIT and n_pend:
         n_out = _emit_changes(pend_p, pend_lf, n_pend, times[n - 1], w, within, leaf_node, lf_ptr, lf_rows, node_kind,
                               first, is_int, C, ctag, mask, FL, OT, ON, grp_ptr, grp_parts, out_q, out_p, out_k, out_v,
                               n_out)
@@ -633,6 +639,10 @@ def run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_
             return -2, n - 1, 0
     return 0, n, n_out
 
+
+
+run_shared = jit_reading("pid", "times")(variant(_run_shared, "run_shared", NEG=True, EMIT=True))
+run_shared_plain = jit_reading("pid", "times")(variant(_run_shared, "run_shared_plain", NEG=False, EMIT=False))
 
 @jit
 def emit_open(W, wtag, slot_k, leaf_of, qleaf, out_q, out_p, out_k, out_v):

@@ -158,6 +158,44 @@ def test_shared_executor_on_many_events_and_partitions(window, rows, monkeypatch
     assert_same(run_many_cut(wl, ev, batches=[1, 999, 1000, 2500]), texts, ev)
 
 
+
+@pytest.mark.parametrize("window", ["WITHIN 40 SLIDE 10", "WITHIN 40", ""])
+def test_a_workload_without_negation_or_emit_runs_the_plain_kernel(window, monkeypatch):
+    """``run_shared_plain`` (``kernels/sharing.py``) compiles neither negations nor EMIT CHANGES: a
+    workload without them runs it, one with a negation or EMIT CHANGES runs ``run_shared``, and the
+    plain kernel's rows are the full one's (and those of ``cepvec.run``)."""
+    import numpy as np
+
+    from cepvec.kernels import sharing as K
+    from cepvec.sharing import run as R
+
+    rng = np.random.default_rng(11)
+    n = 1500
+    ev = pl.DataFrame({"type": rng.choice(list("ABCDN"), n), "time": np.sort(rng.integers(0, 700, n)),
+                       "id": rng.integers(0, 5, n), "x": rng.integers(-5, 6, n)})
+    plain = {"q0": f"RETURN id, COUNT(*) PATTERN SEQ(A, B, C) GROUP-BY id {window}",
+             "q1": f"RETURN id, COUNT(*) PATTERN SEQ(A, B, D) GROUP-BY id {window}",
+             "s": f"RETURN id, SUM(b.x), MAX(c.x) PATTERN SEQ(A a, B b, C c) GROUP-BY id {window}"}
+
+    def kernel_of(texts):
+        wl = cepvec.workload(texts)
+        preps, _ = R.prepare_workload(wl, ev)
+        return R.SharedRun(dict(wl.queries), preps[next(iter(texts))]).kernel
+
+    assert kernel_of(plain) is K.run_shared_plain
+    negated = dict(plain, n=f"RETURN id, COUNT(*) PATTERN SEQ(A, NOT N, B) GROUP-BY id {window}")
+    assert kernel_of(negated) is K.run_shared
+    emit = {k: t.replace(window, "WITHIN 40 EMIT CHANGES") if window else f"{t} EMIT CHANGES" for k, t in plain.items()
+            if "MAX" not in t}
+    assert kernel_of(emit) is K.run_shared
+    got = cepvec.run_many(plain, ev)
+    assert_same(got, plain, ev)
+    monkeypatch.setattr(K, "run_shared_plain", K.run_shared)  # the full kernel on the same workload
+    assert kernel_of(plain) is K.run_shared
+    full = cepvec.run_many(plain, ev)
+    for name in plain:
+        assert_frame_equal(got[name], full[name], check_exact=True)
+
 def test_local_predicates_share_prefixes_where_types_and_predicates_agree():
     """The trie's symbols are (type, local predicates): SEQ(A[x > 1], B, ...) share their first two nodes,
     SEQ(A, B) shares nothing with them, and the predicate x > 1 is one mask column for both positions."""

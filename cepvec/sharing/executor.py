@@ -244,6 +244,9 @@ class SharedRun:
         else:
             self.mode, self.w, self.s, self.g, self.Rp, self.Rw = K.MODE_NONE, 0, 1, 1, 1, 1
         self.emit = q0.window.kind == "emit"
+        negation = self.trie.reset_ptr[-1] > 0 or self.end_ptr[-1] > 0 or self.trie.start_ptr[-1] > 0
+        # a workload without negation or EMIT CHANGES compiles neither's code (kernels/sharing.py)
+        self.kernel = K.run_shared if negation or self.emit else K.run_shared_plain
         # EMIT CHANGES: per leaf its trie row and its output rows
         self.leaf_node = np.array(leaves, np.int64)
         by_leaf = [[r for r, node in enumerate(rows) if self.leaf_of[node] == lf] for lf in range(len(leaves))]
@@ -384,7 +387,7 @@ class SharedRun:
             self._ordinals(pid, times)
         start = 0
         while True:
-            status, start, n = K.run_shared(pid, times, codes, pm, ew, self.trie.type_ptr, self.trie.type_nodes,
+            status, start, n = self.kernel(pid, times, codes, pm, ew, self.trie.type_ptr, self.trie.type_nodes,
                                             self.trie.node_pred, self.node_w, self.node_kind,
                                             self.trie.reset_ptr, self.trie.reset_nodes, self.trie.reset_pred,
                                             self.end_ptr, self.end_leaf, self.end_pred, self.trie.start_ptr,

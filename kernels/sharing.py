@@ -288,10 +288,10 @@ NEG = True
 EMIT = True
 
 
-def _run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr, reset_nodes,
-               reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first, parent, leaf_of,
-               qleaf, mode, w, s, g, is_int, emit, leaf_node, lf_ptr, lf_rows, gid, grp_ptr, grp_parts, C, ctag, mask, W,
-               wtag, slot_k, LN, PN, FL, OT, ON, start, out_q, out_p, out_k, out_v):
+def _run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node_w, node_kind, reset_ptr,
+                reset_nodes, reset_pred, end_ptr, end_leaf, end_pred, start_ptr, start_nodes, start_pred, first,
+                parent, leaf_of, qleaf, mode, w, s, g, is_int, emit, leaf_node, lf_ptr, lf_rows, gid, grp_ptr,
+                grp_parts, C, ctag, mask, W, wtag, slot_k, LN, PN, FL, OT, ON, start, out_q, out_p, out_k, out_v):
     """Process events ``start..`` (every one of a type in the trie); returns (status, next event, rows).
 
     ``pm[i, j]``: whether local predicate ``j`` holds for event ``i`` (shape ``(n, predicates)``);

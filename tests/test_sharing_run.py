@@ -185,8 +185,8 @@ def test_a_workload_without_negation_or_emit_runs_the_plain_kernel(window, monke
     assert kernel_of(plain) is K.run_shared_plain
     negated = dict(plain, n=f"RETURN id, COUNT(*) PATTERN SEQ(A, NOT N, B) GROUP-BY id {window}")
     assert kernel_of(negated) is K.run_shared
-    emit = {k: t.replace(window, "WITHIN 40 EMIT CHANGES") if window else f"{t} EMIT CHANGES" for k, t in plain.items()
-            if "MAX" not in t}
+    emit = {k: t.replace(window, "WITHIN 40 EMIT CHANGES") if window else f"{t} EMIT CHANGES"
+            for k, t in plain.items() if "MAX" not in t}
     assert kernel_of(emit) is K.run_shared
     got = cepvec.run_many(plain, ev)
     assert_same(got, plain, ev)

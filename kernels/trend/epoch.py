@@ -7,7 +7,7 @@ import numpy as np
 
 from .._jit import jit_callee, jit_inline
 from .arith import _sadd, _smul
-from .constants import _I64_MAX, _I64_MIN, K_EQ, K_SUM, MODE_SLIDE
+from .constants import K_EQ, K_SUM, MODE_SLIDE
 
 
 #: The flags of :func:`_ring_add` as typed values (a literal True / False would compile it once per value)
@@ -25,8 +25,8 @@ def _ring_add(dst, d, src, s, ring_dst, s0, n, W, R, check, copy):
     """Rows ``j < n`` of ``R`` values: ``dst`` row += ``src`` row (``copy``: ``dst`` row = ``src`` row).
     One side is a ring of ``W`` rows at ``d`` (``ring_dst``) or ``s`` whose row ``j`` is slot
     ``(s0 + j) % W``, the other ``n`` rows in a line. With ``check``, a sum that would overflow int64
-    is not added and the result is True. (Inlined by LLVM, where the flags are constants: its arrays
-    are the caller's borrowed ones, so the call counts no references.)"""
+    is not added (:func:`_sadd`) and the result is True. Inlined by LLVM, where the flags are
+    constants; its arrays are the caller's borrowed ones, so the call counts no references."""
     n1 = W - s0
     if n1 > n:
         n1 = n
@@ -43,14 +43,12 @@ def _ring_add(dst, d, src, s, ring_dst, s0, n, W, R, check, copy):
         xd = d + ring if ring_dst else d + line
         xs = s + line if ring_dst else s + ring
         for x in range(xn):
-            a_ = dst[xd + x]
-            b_ = src[xs + x]
             if copy:
-                dst[xd + x] = b_
-            elif check and ((b_ > 0 and a_ > _I64_MAX - b_) or (b_ < 0 and a_ < _I64_MIN - b_)):
-                bad = True
+                dst[xd + x] = src[xs + x]
             else:
-                dst[xd + x] = a_ + b_
+                v, o = _sadd(dst[xd + x], src[xs + x], check)
+                dst[xd + x] = v
+                bad |= o
     return bad
 
 

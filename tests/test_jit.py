@@ -138,7 +138,6 @@ def test_a_variant_compiles_only_its_own_branch():
         _jit.variant(_sample, "_bad", NARROW=True)
 
 
-
 def _twice(v):
     return 2 * v
 

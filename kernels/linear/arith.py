@@ -27,7 +27,6 @@ from .._jit import OVERLOAD_OPTIONS, jit_inline
 
 _I64_MAX = 9223372036854775807
 _U64_MAX = 18446744073709551615
-_INLINE = OVERLOAD_OPTIONS
 
 
 def _wadd(a, b):
@@ -79,7 +78,7 @@ def _is_exact(a) -> bool:
     return isinstance(a, types.Integer) and a.signed
 
 
-@overload(_wadd, jit_options=_INLINE)
+@overload(_wadd, jit_options=OVERLOAD_OPTIONS)
 def _ov_wadd(a, b):
     if _is_order(a):
         def impl(a, b):
@@ -95,7 +94,7 @@ def _ov_wadd(a, b):
     return impl
 
 
-@overload(_wmul, jit_options=_INLINE)
+@overload(_wmul, jit_options=OVERLOAD_OPTIONS)
 def _ov_wmul(a, b):
     if _is_order(a):
         def impl(a, b):
@@ -114,7 +113,7 @@ def _ov_wmul(a, b):
     return impl
 
 
-@overload(_ovf, jit_options=_INLINE)
+@overload(_ovf, jit_options=OVERLOAD_OPTIONS)
 def _ov_ovf(a, b, s):
     if _is_exact(a):
         def impl(a, b, s):
@@ -126,7 +125,7 @@ def _ov_ovf(a, b, s):
     return impl
 
 
-@overload(_big, jit_options=_INLINE)
+@overload(_big, jit_options=OVERLOAD_OPTIONS)
 def _ov_big(a, b):
     if _is_exact(a):
         def impl(a, b):
@@ -138,7 +137,7 @@ def _ov_big(a, b):
     return impl
 
 
-@overload(_mul_ovf, jit_options=_INLINE)
+@overload(_mul_ovf, jit_options=OVERLOAD_OPTIONS)
 def _ov_mul_ovf(a, b):
     if _is_exact(a):
         def impl(a, b):
@@ -160,7 +159,7 @@ def _ov_mul_ovf(a, b):
     return impl
 
 
-@overload(_zero, jit_options=_INLINE)
+@overload(_zero, jit_options=OVERLOAD_OPTIONS)
 def _ov_zero(a):
     if _is_order(a):
         def impl(a):
@@ -176,7 +175,7 @@ def _ov_zero(a):
     return impl
 
 
-@overload(_one, jit_options=_INLINE)
+@overload(_one, jit_options=OVERLOAD_OPTIONS)
 def _ov_one(a):
     if _is_order(a):
         def impl(a):
@@ -192,7 +191,7 @@ def _ov_one(a):
     return impl
 
 
-@overload(_delta, jit_options=_INLINE)
+@overload(_delta, jit_options=OVERLOAD_OPTIONS)
 def _ov_delta(new, old):
     if _is_order(new):
         def impl(new, old):  # idempotent sum: adding the whole new state again is exact

@@ -16,9 +16,15 @@ import os
 import time
 import types
 
+import llvmlite.binding
 import numba
 import numba.core.caching
 import numba.core.cgutils
+import numba.core.codegen
+import numba.core.compiler
+import numba.core.compiler_lock
+import numba.core.compiler_machinery
+import numba.core.typed_passes
 import numba.extending
 import numpy as np
 
@@ -137,6 +143,105 @@ def _compile_once(dispatcher):
 _OPTIONS = dict(cache=True, nogil=True, no_cfunc_wrapper=True)
 
 
+class _Envless:
+    """A codegen whose ``set_env`` does nothing: that of a :class:`_LinkedLibrary`, whose code is not
+    in the execution engine (its callers' modules hold their copy of it and of its environment)."""
+
+    def __init__(self, codegen):
+        self._codegen = codegen
+
+    def set_env(self, env_name, env):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._codegen, name)
+
+
+class _LinkedLibrary(numba.core.codegen.JITCodeLibrary):
+    """The code of a kernel only jitted callers call (:func:`jit_callee`, :func:`jit_inline`, the
+    ``@overload`` s of :data:`OVERLOAD_OPTIONS`). A caller links a copy of it into its own module, then
+    optimises and compiles that module as a whole (the callee inlined where it is marked so). Numba
+    also optimises and compiles the callee's module on its own, to machine code no one calls: on a
+    cold cache that was a fifth of the trend loop's first run. This library skips both: it links in
+    what it calls and stops there. Its functions have no address (none is called from Python:
+    :class:`_JittedOnly`), and the cache keeps it as LLVM bitcode (loading it compiles it, as a
+    plain library)."""
+
+    def finalize(self):
+        numba.core.compiler_lock.require_global_compiler_lock()
+        self._raise_if_finalized()
+        for library in dict.fromkeys(self._linking_libraries):
+            self._reload_init.update(library._reload_init)
+            self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+        self._final_module.verify()
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True
+
+    def get_pointer_to_function(self, name):
+        self._ensure_finalized()
+        return 0
+
+    @property
+    def codegen(self):
+        return _Envless(self._codegen)
+
+    def serialize_using_object_code(self):
+        return self.serialize_using_bitcode()
+
+    @classmethod
+    def unserialize(cls, codegen, state):
+        """A cache entry as :class:`_LinkedLibrary` again (not compiled to machine code); an entry that
+        a plain library wrote (an older cache) as Numba loads it."""
+        name, kind, data = state
+        if kind != "bitcode":
+            return codegen._library_class._unserialize(codegen, state)
+        library = cls(codegen, name)
+        library._final_module = llvmlite.binding.parse_bitcode(data)
+        library._finalize_dynamic_globals()
+        library._finalized = True
+        return library
+
+
+class _LinkedCacheImpl(numba.core.caching.CompileResultCacheImpl):
+    """The cache of a kernel compiled into a :class:`_LinkedLibrary`: loads its entries into one (Numba
+    would compile an entry of LLVM bitcode to machine code as it loads it)."""
+
+    def rebuild(self, target_context, payload):
+        codegen = target_context.codegen()
+        codegen.unserialize_library = functools.partial(_LinkedLibrary.unserialize, codegen)
+        try:  # (Numba's compiler lock is held: no other thread loads meanwhile)
+            return super().rebuild(target_context, payload)
+        finally:
+            del codegen.unserialize_library
+
+
+@numba.core.compiler_machinery.register_pass(mutates_CFG=False, analysis_only=True)
+class _UseLinkedLibrary(numba.core.compiler_machinery.LoweringPass):
+    """Lowers the function into a :class:`_LinkedLibrary` (Numba's lowering creates a plain one)."""
+
+    _name = "cepvec_linked_library"
+
+    def __init__(self):
+        numba.core.compiler_machinery.LoweringPass.__init__(self)
+
+    def run_pass(self, state):
+        if state.library is None:
+            state.library = _LinkedLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+            state.library.enable_object_caching()
+        return False
+
+
+class _LinkedPipeline(numba.core.compiler.CompilerBase):
+    """Numba's nopython pipeline, lowering into a :class:`_LinkedLibrary`."""
+
+    def define_pipelines(self):
+        pm = numba.core.compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.add_pass_after(_UseLinkedLibrary, numba.core.typed_passes.AnnotateTypes)
+        pm.finalize()
+        return [pm]
+
+
 class _JittedOnly(numba.core.registry.CPUDispatcher):
     """A kernel compiled without its Python wrapper (:func:`jit_callee`, :func:`jit_inline`): only jitted
     code may call it. A call from Python raises instead of jumping to a missing entry point."""
@@ -146,9 +251,18 @@ class _JittedOnly(numba.core.registry.CPUDispatcher):
                         f"only (no Python wrapper): call the kernel that calls it, or its .py_func")
 
 
-def _jitted_only(dispatcher):
-    dispatcher.__class__ = _JittedOnly
-    return dispatcher
+def _jitted_only(**options):
+    """A decorator: Numba's ``njit`` with ``options`` and :data:`_OPTIONS`, without the Python wrapper,
+    into a :class:`_LinkedLibrary` (cached and loaded as one), compiled once per cache."""
+
+    def decorate(fn):
+        dispatcher = _compile_once(numba.njit(no_cpython_wrapper=True, pipeline_class=_LinkedPipeline,
+                                              **options, **_OPTIONS)(fn))
+        dispatcher._cache._impl.__class__ = _LinkedCacheImpl
+        dispatcher.__class__ = _JittedOnly
+        return dispatcher
+
+    return decorate
 
 
 def jit(fn):
@@ -159,7 +273,7 @@ def jit(fn):
 def jit_callee(fn):
     """:func:`jit` for a kernel that only jitted code calls: compiled without the wrapper that unboxes its
     arguments for a call from Python (on a cold cache, about a tenth of the trend loop's compile)."""
-    return _jitted_only(_compile_once(numba.njit(no_cpython_wrapper=True, **_OPTIONS)(fn)))
+    return _jitted_only()(fn)
 
 
 def variant(fn, name: str, **constants):
@@ -241,12 +355,13 @@ def jit_reading(*names: str):
 # :func:`jit_body` is that IR-level inlining, for a loop with one call site.
 def jit_inline(fn):
     """:func:`jit_callee`, marked ``alwaysinline`` for LLVM."""
-    return _jitted_only(_compile_once(numba.njit(forceinline=True, no_cpython_wrapper=True, **_OPTIONS)(fn)))
+    return _jitted_only(forceinline=True)(fn)
 
 
 #: ``jit_options`` of an ``@overload`` whose implementations only kernels call (the state arithmetic,
 #: ``linear/arith.py``): inlined by LLVM, compiled without wrappers.
-OVERLOAD_OPTIONS = dict(forceinline=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+OVERLOAD_OPTIONS = dict(forceinline=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True,
+                        pipeline_class=_LinkedPipeline)
 
 
 def jit_body(fn):

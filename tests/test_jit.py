@@ -166,3 +166,54 @@ def test_a_kernel_for_jitted_callers_has_no_python_wrapper_and_says_so():
         assert kernel.targetoptions["no_cpython_wrapper"] is True
         with pytest.raises(TypeError, match="jitted callers only"):
             kernel()
+
+
+_LINKED_MODULE = """
+from cepvec.kernels._jit import jit, jit_callee
+
+@jit_callee
+def twice(v):
+    return 2 * v
+
+@jit
+def first(v):
+    return twice(v) + 1
+
+@jit
+def second(v):
+    return twice(v) - 1
+"""
+
+_LINKED_RUN = """
+import sys
+import linkmod
+from numba.core.registry import cpu_target
+caller = getattr(linkmod, sys.argv[1])
+value = caller(20)
+engine = cpu_target.target_context.codegen()._engine
+callee = [(type(c.library).__name__, engine.is_symbol_defined(c.fndesc.mangled_name))
+          for c in linkmod.twice.overloads.values()]
+print(value, sum(linkmod.twice.stats.cache_hits.values()), callee)
+"""
+
+
+def test_a_kernel_for_jitted_callers_is_compiled_to_machine_code_only_inside_them(tmp_path):
+    """A ``jit_callee`` kernel is lowered into a ``_LinkedLibrary``: its callers link it in and compile it
+    with their own code, and it is neither optimised as a whole nor compiled to machine code alone (a
+    fifth of a cold trend run). Its cache entry (bitcode) loads as one again, for a caller compiled in a
+    later process; a caller loaded from the cache does not need it at all."""
+    (tmp_path / "linkmod.py").write_text(textwrap.dedent(_LINKED_MODULE))
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+
+    def run(caller: str) -> str:
+        p = subprocess.run([sys.executable, "-c", _LINKED_RUN, caller], env=env, capture_output=True, text=True,
+                           timeout=240)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return p.stdout.strip()
+
+    # compiled here: in a _LinkedLibrary, with no symbol in the execution engine
+    assert run("first") == "41 0 [('_LinkedLibrary', False)]"
+    # a new caller: the callee loads from the cache, as a _LinkedLibrary again, and links in
+    assert run("second") == "39 1 [('_LinkedLibrary', False)]"
+    # both callers cached: the callee is not loaded
+    assert run("first") == "41 0 []"

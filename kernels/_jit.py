@@ -242,6 +242,15 @@ class _LinkedPipeline(numba.core.compiler.CompilerBase):
         return [pm]
 
 
+#: Whether this Numba has the internals :class:`_LinkedLibrary` and :class:`_LinkedCacheImpl` build on
+#: (Numba 0.60-0.68 do); without them, kernels for jitted callers compile as plain Numba compiles them.
+LINK_ONLY = (all(hasattr(numba.core.codegen.JITCodeLibrary, name) for name in (
+    "add_linking_library", "_get_module_for_linking", "_finalize_dynamic_globals", "_verify_declare_only_symbols",
+    "serialize_using_bitcode", "_unserialize")) and hasattr(numba.core.caching.CompileResultCacheImpl, "rebuild"))
+#: The pipeline of kernels for jitted callers.
+_CALLEE_PIPELINE = _LinkedPipeline if LINK_ONLY else numba.core.compiler.Compiler
+
+
 class _JittedOnly(numba.core.registry.CPUDispatcher):
     """A kernel compiled without its Python wrapper (:func:`jit_callee`, :func:`jit_inline`): only jitted
     code may call it. A call from Python raises instead of jumping to a missing entry point."""
@@ -256,9 +265,10 @@ def _jitted_only(**options):
     into a :class:`_LinkedLibrary` (cached and loaded as one), compiled once per cache."""
 
     def decorate(fn):
-        dispatcher = _compile_once(numba.njit(no_cpython_wrapper=True, pipeline_class=_LinkedPipeline,
+        dispatcher = _compile_once(numba.njit(no_cpython_wrapper=True, pipeline_class=_CALLEE_PIPELINE,
                                               **options, **_OPTIONS)(fn))
-        dispatcher._cache._impl.__class__ = _LinkedCacheImpl
+        if LINK_ONLY:
+            dispatcher._cache._impl.__class__ = _LinkedCacheImpl
         dispatcher.__class__ = _JittedOnly
         return dispatcher
 
@@ -361,7 +371,7 @@ def jit_inline(fn):
 #: ``jit_options`` of an ``@overload`` whose implementations only kernels call (the state arithmetic,
 #: ``linear/arith.py``): inlined by LLVM, compiled without wrappers.
 OVERLOAD_OPTIONS = dict(forceinline=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True,
-                        pipeline_class=_LinkedPipeline)
+                        pipeline_class=_CALLEE_PIPELINE)
 
 
 def jit_body(fn):

@@ -164,8 +164,9 @@ class _LinkedLibrary(numba.core.codegen.JITCodeLibrary):
     also optimises and compiles the callee's module on its own, to machine code no one calls: on a
     cold cache that was a fifth of the trend loop's first run. This library skips both: it links in
     what it calls and stops there. Its functions have no address (none is called from Python:
-    :class:`_JittedOnly`), and the cache keeps it as LLVM bitcode (loading it compiles it, as a
-    plain library)."""
+    :class:`_JittedOnly`) and no environment in the execution engine (:class:`_Envless`; the kernels
+    hold no Python objects). The cache keeps it as LLVM bitcode, loaded into a link-only library again
+    (:class:`_LinkedCacheImpl`)."""
 
     def finalize(self):
         numba.core.compiler_lock.require_global_compiler_lock()

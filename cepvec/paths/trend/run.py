@@ -161,8 +161,10 @@ class TrendStream:
     # -------------------------------------------------------------- encoding
     def _encode(self, df: pl.DataFrame) -> dict:
         """Per row of ``df``: the occurrence bits it binds, the negation bits it completes, its
-        weights, and the key and threshold of every keyed transition (with validity flags). The
-        two halves of a long batch are encoded side by side in two threads, into one set of arrays."""
+        weights, and the key and threshold of every keyed transition (with validity flags). One
+        Polars call for the whole batch, which spreads its expressions over Polars' own threads: the
+        two halves side by side in two threads of cepvec's took 42-52 ms against 25-29 ms on 2 cores
+        (10^6 events, ``asv_benches/benchmarks/threads.py``'s trend query), as fast on 1 core."""
         n, NT = len(df), len(self.plan.transitions)
         out = {"bind": np.empty(n, np.int64), "neg": np.empty(n, np.int64),
                "wi": np.zeros((n, len(self.main_comps)), self.dtype), "wf": np.zeros((n, len(self.float_comps)), np.float64),
@@ -170,12 +172,11 @@ class TrendStream:
         out["thr"], out["tok"] = ((out["key"], out["kok"]) if self.thr_is_key else
                                   (np.zeros((n, NT), np.int64), np.zeros((n, NT), np.bool_)))
         rows = {k: v for k, v in out.items() if not (self.thr_is_key and k in ("thr", "tok"))}
-        map_threads(lambda r: self._encode_rows(df[r[0]:r[1]], {k: v[r[0]:r[1]] for k, v in rows.items()}),
-                    threads.halves(n))
+        self._encode_rows(df, rows)
         return out
 
     def _encode_rows(self, df: pl.DataFrame, out: dict) -> None:
-        """:meth:`_encode` of ``df`` into the arrays ``out`` (views of its rows)."""
+        """:meth:`_encode` of ``df`` into the arrays ``out``."""
         plan, q = self.plan, self.q
         bind = pl.lit(0, dtype=pl.Int64)
         for b, o in enumerate(plan.occ_ids):

@@ -217,3 +217,20 @@ def test_a_kernel_for_jitted_callers_is_compiled_to_machine_code_only_inside_the
     assert run("second") == "39 1 [('_LinkedLibrary', False)]"
     # both callers cached: the callee is not loaded
     assert run("first") == "41 0 []"
+
+
+def test_without_the_numba_internals_a_callee_compiles_as_plain_numba(monkeypatch):
+    """``_jit.LINK_ONLY`` false (a Numba without the code-library internals ``_LinkedLibrary`` uses): a
+    kernel for jitted callers gets Numba's own pipeline and library, and its callers work as before."""
+    monkeypatch.setattr(_jit, "LINK_ONLY", False)
+    monkeypatch.setattr(_jit, "_CALLEE_PIPELINE", numba.core.compiler.Compiler)
+    plain = _jit.jit_callee(lambda v: 3 * v)
+
+    @numba.njit
+    def caller(v):
+        return plain(v) + 1
+
+    assert caller(np.int64(5)) == 16
+    cres = next(iter(plain.overloads.values()))
+    assert type(cres.library) is numba.core.codegen.JITCodeLibrary
+    assert type(plain._cache._impl) is numba.core.caching.CompileResultCacheImpl

@@ -452,6 +452,42 @@ def test_sort_keys_sorts_every_order_and_carries_the_payload(values, pad):
         range(pad + len(values), len(a)))
 
 
+@pytest.mark.parametrize("keys", ["full_range", "distinct_floats", "signed_floats", "few", "low_bits", "sorted",
+                                  "sorted_then_smaller", "falling", "all_equal", "extremes", "one_bucket"])
+def test_sort_keys_splits_long_inputs_by_their_top_bits_first(keys):
+    """From ``MSD_FROM`` keys, ``sort_keys`` distributes the keys by their top varying bits, then sorts each
+    bucket by the bits below (10^6 distinct floats: 88 -> 44 ms): the same stable order as NumPy's, with
+    the payload, on inputs whose keys differ in every bit, in the low bits only, or fall in one bucket."""
+    import numpy as np
+
+    from cepvec.kernels.trend import float_order_key, sort_keys
+    from cepvec.kernels.trend.keys import MSD_FROM
+
+    n, rng, i64 = MSD_FROM + 12_345, np.random.default_rng(11), np.iinfo(np.int64)
+    values = {
+        "full_range": lambda: rng.integers(i64.min, i64.max, n, dtype=np.int64, endpoint=True),
+        "distinct_floats": lambda: float_order_key(rng.uniform(0, 1000, n)),
+        "signed_floats": lambda: float_order_key(rng.normal(0, 1, n)),
+        "few": lambda: rng.integers(0, 20, n),
+        "low_bits": lambda: rng.integers(0, 100, n) + 10**12,
+        "sorted": lambda: np.sort(rng.integers(-10**9, 10**9, n)),
+        "sorted_then_smaller": lambda: np.append(np.arange(n - 1), -5),
+        "falling": lambda: np.arange(n, 0, -1),
+        "all_equal": lambda: np.full(n, 42),
+        "extremes": lambda: rng.choice(np.array([i64.min, i64.max, 0, -1, 1]), n),
+        "one_bucket": lambda: (1 << 40) + rng.integers(0, 1 << 20, n),
+    }[keys]()
+    values = np.asarray(values, np.int64)
+    pad = 3
+    a = np.concatenate([np.full(pad, 7), values, np.full(pad, 5)]).astype(np.int64)
+    v = np.arange(len(a), dtype=np.int64)
+    sort_keys(a, v, pad, pad + n, np.zeros(len(a), np.int64), np.zeros(len(a), np.int64))
+    expected = np.argsort(values, kind="stable")
+    assert np.array_equal(a[pad:pad + n], values[expected])
+    assert np.array_equal(v[pad:pad + n], expected + pad)
+    assert (a[:pad] == 7).all() and (a[pad + n:] == 5).all() and (v[:pad] == np.arange(pad)).all()
+
+
 @pytest.mark.parametrize("order", ["rising", "falling", "random"])
 def test_many_distinct_float_keys_agree_across_cuts(order, placement):
     """Thousands of distinct float keys carried across batches (the sorted carried key space plus new

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_inline, jit_reading
+from .._jit import jit, jit_callee, jit_inline, jit_reading
 from .constants import _I64_MAX
 
 
@@ -58,7 +58,7 @@ MSD_BITS = 13
 _SIGN = np.uint64(1) << np.uint64(63)
 
 
-@jit_inline
+@jit_callee
 def _lsd(x, xv, x0, y, yv, y0, n, passes, cnt):
     """Stable LSD radix sort of the keys ``x[x0:x0 + n]`` (payload ``xv``) by their low ``passes``
     bytes, 8 bits a pass, ``y[y0:y0 + n]`` / ``yv`` the scratch; passes in which every key has the
@@ -125,7 +125,7 @@ def sort_keys(a, v, lo, hi, ta, tv):
         small_sort(a, v, lo, hi)
         return
     if n < MSD_FROM:
-        if _lsd(a, v, lo, ta, tv, 0, n, 8, np.empty(256, np.int64)):
+        if _lsd(a, v, lo, ta, tv, np.int64(0), n, np.int64(8), np.empty(256, np.int64)):
             for i in range(n):
                 a[lo + i] = ta[i]
                 v[lo + i] = tv[i]

@@ -17,7 +17,9 @@ Windows need the composition of the maps of the events inside the window,
 applied to the initial vector ``v0``. A two-stack queue (back stack: one
 running composite ``B``; front stack: suffix results ``u_i``) gives it in
 amortised O(nnz * D) per event and O(D^2) per query, whatever the window
-length: no per-window or per-START-event state.
+length: no per-window or per-START-event state. Counts without negation under
+WITHIN keep the window's map itself instead, and take an event out of it by its
+inverse (``windows._within_inverse``; docs/algorithms.md section 2).
 
 All arrays are C-contiguous NumPy arrays; state is int64 (exact, with
 overflow detection) or float64. Invariants: within a segment events are
@@ -45,9 +47,9 @@ before any kernel that calls them compiles."""
 from __future__ import annotations
 
 from . import arith  # first: registers the @overload stubs (each module imports what it calls anyway)
-from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_FAST, F_FASTW, F_LEFT, F_RIGHT, F_TIE, HDR, MODE_EMIT,
-                        MODE_EMIT_CHANGED, MODE_EMIT_UNBOUNDED, MODE_NONE, MODE_SLIDE, MODE_WITHIN, ST_GROW_OUT, ST_GROW_U, ST_OK,
-                        ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
+from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_FAST, F_FASTW, F_INV, F_LEFT, F_RIGHT, F_TIE, HDR, MODE_EMIT,
+                        MODE_EMIT_CHANGED, MODE_EMIT_UNBOUNDED, MODE_NONE, MODE_SLIDE, MODE_WITHIN, ST_GROW_OUT,
+                        ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
 from .encode import (carry_index, combine_bits, count_events, emit_schedule,
                      encode_programs, fill_carry, fill_events, order_long_ties, order_ties,
                      rank_histogram, rank_place, rank_scatter, segment_emit_schedule, view_codes, view_codes_count, view_hash,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import F_DELTA, F_END, F_FAST, F_FASTW, F_LEFT, F_RIGHT, F_TIE, TIE_SHIFT
+from .constants import F_DELTA, F_END, F_FAST, F_FASTW, F_INV, F_LEFT, F_RIGHT, F_TIE, TIE_SHIFT
 
 
 def pack_programs(progs, out_rows):
@@ -57,6 +57,8 @@ def pack_programs(progs, out_rows):
             flags |= F_FAST
             if not (flags & F_END) or flags & F_DELTA:
                 flags |= F_FASTW
+                if not resets and all(d != s and wk < 0 for d, s, wk in trips):
+                    flags |= F_INV
         if ranks[len(offs)]:
             flags |= ranks[len(offs)] << TIE_SHIFT
             if tie_self[len(offs)]:

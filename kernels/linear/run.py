@@ -11,10 +11,11 @@ import numpy as np
 from .._jit import jit, jit_callee
 from .apply import _apply_fast, _apply_generic, _dot, _fast, _set_identity, _u_row, _within_generic
 from .arith import _add, _mul
-from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_CHANGED,
+from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_INV, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_CHANGED,
                         MODE_EMIT_UNBOUNDED,
                         MODE_SLIDE, MODE_WITHIN)
-from .windows import _drive_emit, _drive_slide, _drive_vector, _drive_within, _emit_rows_bound, _emits
+from .windows import (_drive_emit, _drive_slide, _drive_vector, _drive_within, _drive_within_inverse,
+                      _emit_rows_bound, _emits)
 
 
 def run_segments(mode, w, s, check,
@@ -50,7 +51,8 @@ def run_segments(mode, w, s, check,
     (grouped by partition, keys increasing within a partition).
 
     Plain Python (releases no GIL itself; the jitted parts do): each mode has its
-    own jitted driver around its fast loop, and segments the fast loop leaves
+    own jitted driver around its fast loop (WITHIN two: the inverse loop when every program is a count
+    step, ``F_INV``, with int64 state; the two-stack queue otherwise), and segments the fast loop leaves
     (equal time stamps, programs not in place) go through :func:`_run_general`.
     Separate entry points keep the first call's compilation to the mode in use
     (Numba compiles every function a jitted function may call).
@@ -64,6 +66,10 @@ def run_segments(mode, w, s, check,
     j1 = int(nz[1]) if len(nz) > 1 else -1
     if not flat_ok:
         slow[:] = True
+        outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
+    elif mode == MODE_WITHIN and v0.dtype == np.int64 and _all_inverse(PT):
+        _drive_within_inverse(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, len(v0), j0, j1, X_state,
+                              slow)
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
     elif mode == MODE_WITHIN:
         _drive_within(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state,
@@ -95,6 +101,11 @@ def run_segments(mode, w, s, check,
     if not len(outs[0]):
         return g
     return tuple(np.concatenate([a, b]) for a, b in zip(outs, g))
+
+
+def _all_inverse(PT) -> bool:
+    """Whether every program of ``PT`` carries ``F_INV`` (WITHIN then runs ``_drive_within_inverse``)."""
+    return len(PT) > 0 and bool(np.all(PT[PT[:PT[0]]] & F_INV))
 
 
 @jit_callee

@@ -22,7 +22,7 @@ import numpy as np
 from .._jit import jit, jit_body, jit_callee, jit_inline
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
-from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
+from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_INV, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
                         MODE_EMIT_UNBOUNDED, ST_GROW_OUT,
                         ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
 
@@ -230,6 +230,58 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
         if ovf < 0:
             return ST_OVERFLOW, 0, t
     return ST_OK, 0, 0
+
+
+@jit_body
+def _within_inverse(w, n, replay_end, ev_time, ev_prog, PT, W, D, j0, j1, xrow):
+    """WITHIN w over one segment whose programs all carry ``F_INV`` (see :func:`_within_fast`): the
+    window's map ``W = M_e ... M_f`` (D x D, row-major in ``W``) takes each new event on the left (row
+    ``dst += `` row ``src`` per triplet) and loses each event that leaves the window on the right
+    (``W <- W M_f^-1``: column ``src -= `` column ``dst`` per triplet, in the triplets' order). No
+    queue and no flips: the window state is ``W v0`` at any time. Counts only (coefficients 1, no
+    resets), so every value this holds is a count of the window or of a part of it: a subtraction
+    never overflows, and a sum that does returns ``ST_SLOW`` (the general loop decides whether the
+    results overflow). Returns ``ST_OK`` or ``ST_SLOW``."""
+    for i in range(D * D):
+        W[_U64(i)] = 0
+    for i in range(D):
+        W[_U64(i * D + i)] = 1
+    f_lo = _Z
+    ovf = np.int64(0)
+    for e in range(n):
+        t = ev_time[_U64(e)]
+        o = PT[_U64(ev_prog[_U64(e)])]
+        fl = PT[_U64(o)]
+        if (fl & F_INV) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]
+                                 and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
+            return ST_SLOW
+        bound = t - w
+        while f_lo < e and ev_time[_U64(f_lo)] <= bound:
+            of = PT[_U64(ev_prog[_U64(f_lo)])]
+            for k in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
+                d = PT[_U64(k)]
+                sc = PT[_U64(k + 1)]
+                for r in range(D):
+                    W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+            f_lo += 1
+        if (fl & F_END) != 0 and e >= replay_end:
+            # matches ending at e: the window state's END source rows, W v0 (v0 = e_j0 [+ e_j1])
+            k0 = o + HDR + 3 * PT[_U64(o + 1)]
+            for kk in range(k0, k0 + 3 * PT[_U64(o + 3)], 3):
+                sr = PT[_U64(kk + 1)] * D
+                y = W[_U64(sr + j0)]
+                if j1 >= 0:
+                    y, f = _add(y, W[_U64(sr + j1)])
+                    ovf |= f
+                d = _U64(PT[_U64(kk)])
+                v, f = _add(xrow[d], y)
+                ovf |= f
+                xrow[d] = v
+        for k in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
+            ovf |= _frow_add(W, PT[_U64(k)] * D, PT[_U64(k + 1)] * D, D)
+        if ovf < 0:
+            return ST_SLOW
+    return ST_OK
 
 
 @jit_body
@@ -475,6 +527,26 @@ def _drive_within(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w
             err[1] = pid
             err[2] = t_err
             return
+
+
+@jit
+def _drive_within_inverse(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, D, j0, j1, X_state, slow):
+    """WITHIN when every program carries ``F_INV``: :func:`_within_inverse` over every segment (int64
+    state); marks in ``slow`` the segments it leaves (a tie it cannot run in order, a sum that
+    overflows) for the general loop, their ``X_state`` rows as they were."""
+    Wk = np.zeros(D * D, np.int64)
+    x_save = np.zeros(D, np.int64)
+    for sg in range(seg_lo.shape[0]):
+        lo = seg_lo[sg]
+        hi = seg_hi[sg]
+        pid = seg_pid[sg]
+        for r in range(D):
+            x_save[r] = X_state[pid, r]
+        if _within_inverse(w, hi - lo, seg_replay[sg], ev_time[lo:hi], ev_prog[lo:hi], PT, Wk, D, j0, j1,
+                           X_state[pid]) != ST_OK:
+            for r in range(D):
+                X_state[pid, r] = x_save[r]
+            slow[sg] = True
 
 
 @jit

@@ -1,0 +1,120 @@
+"""The two WITHIN loops of the linear-map kernels: the two-stack queue and the inverse loop.
+
+``windows._drive_within`` keeps the window in a two-stack queue. When every program of a
+query is a count step (flag ``F_INV``: no reset, no self-loop, coefficients 1),
+``windows._drive_within_inverse`` keeps the window's map itself and takes an event out by
+applying its inverse. Both must give the same totals and leave the same segments to the
+general loop; the engine tests (tests/test_engine_agreement.py) check the results of both
+against the reference engine.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cepvec
+from cepvec.errors import CepvecOverflowError
+from cepvec.kernels import linear as K
+from cepvec.kernels.linear import windows
+from tests.strategies import examples
+
+
+def _sequence_programs(pattern: list[int], n_types: int) -> tuple[list, int]:
+    """The programs of ``SEQ`` over ``pattern`` (a type per position, types may repeat): state ``i``
+    counts the matches of the first ``i`` positions; the last state is the output row."""
+    k = len(pattern)
+    progs = []
+    for ty in range(n_types):
+        trips = [(i + 1, i, -1) for i in range(k) if pattern[i] == ty]
+        progs.append((trips, set(), pattern[-1] == ty))
+    return progs, k
+
+
+def test_count_steps_are_invertible_and_the_others_are_not():
+    out = np.array([3])
+    PT = K.pack_programs([([(1, 0, -1)], set(), False), ([(2, 1, -1), (1, 0, -1)], set(), False),
+                          ([(3, 2, -1)], set(), True)], out)
+    assert all(PT[PT[p]] & K.F_INV for p in range(3))
+    for prog in [([(1, 0, -1), (1, 1, -1)], set(), False),  # A+: a self-loop
+                 ([], {1}, False),  # a negation resets row 1
+                 ([(2, 1, 0)], set(), False)]:  # SUM(b.x): a coefficient from the event
+        PT = K.pack_programs([([(1, 0, -1)], set(), False), prog, ([(3, 2, -1)], set(), True)], out)
+        assert not PT[PT[1]] & K.F_INV
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=5),
+       events=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), max_size=60),
+       w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4),
+       second_one=st.booleans())
+def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, replay, second_one):
+    progs, k = _sequence_programs(pattern, 3)
+    PT = K.pack_programs(progs, np.array([k]))
+    D = k + 1
+    v0 = np.zeros(D, np.int64)
+    v0[0] = 1
+    j1 = -1
+    if second_one and k > 1:  # a start vector with two ones (the fast loops take one or two)
+        v0[1] = 1
+        j1 = 1
+    t = np.cumsum([g for g, _ in events]).astype(np.int64)
+    prog = np.array([p for _, p in events], np.int64)
+    bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
+    seg_lo = np.array(bounds[:-1], np.int64)
+    seg_hi = np.array(bounds[1:], np.int64)
+    n_seg = len(seg_lo)
+    ev_w = np.zeros((len(events), 0), np.int64)
+    if n_seg and K.order_ties(seg_lo, seg_hi, t, prog, ev_w, PT):
+        K.order_long_ties(seg_lo, seg_hi, t, prog, ev_w, PT)
+    seg_pid = np.arange(n_seg, dtype=np.int64)
+    seg_replay = np.minimum(seg_hi - seg_lo, replay).astype(np.int64)
+    X_stack = np.arange(n_seg * D, dtype=np.int64).reshape(n_seg, D)  # totals carried from before
+    X_inv = X_stack.copy()
+    slow_stack = np.zeros(n_seg, np.bool_)
+    slow_inv = np.zeros(n_seg, np.bool_)
+    err = np.zeros(3, np.int64)
+    windows._drive_within(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0, np.int64(0),
+                          np.int64(j1), X_stack, err, slow_stack)
+    windows._drive_within_inverse(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, PT, np.int64(D),
+                                  np.int64(0), np.int64(j1), X_inv, slow_inv)
+    assert err[0] == 0
+    assert slow_inv.tolist() == slow_stack.tolist()
+    assert X_inv.tolist() == X_stack.tolist()
+
+
+def _seven_a(n: int, w: int) -> tuple[str, pl.DataFrame, int]:
+    """``SEQ`` of seven ``A`` within ``w`` over ``n`` A events one time unit apart, and its count:
+    the match ending at event ``e`` takes 6 of the ``min(e, w - 1)`` events before it."""
+    q = f"RETURN COUNT(*) PATTERN SEQ(A a1, A a2, A a3, A a4, A a5, A a6, A a7) WITHIN {w}"
+    df = pl.DataFrame({"type": ["A"] * n, "time": np.arange(n, dtype=np.int64)})
+    return q, df, sum(math.comb(min(e, w - 1), 6) for e in range(n))
+
+
+@pytest.mark.parametrize("n", [3000, 3500])
+def test_a_count_that_leaves_int64_on_the_inverse_loop_raises_and_one_below_is_exact(n):
+    """The window holds up to 1 199 events: its map fits in int64 (at most C(1199, 7) ~ 6.7e17), the
+    total of 2 600 events does not (~9.8e18), that of 2 000 does (~6.5e18). The inverse loop leaves
+    a segment whose sum overflows to the general loop, which raises."""
+    q, df, want = _seven_a(n, 1200)
+    if want < 2**63:
+        assert cepvec.run(q, df)["COUNT(*)"].to_list() == [want]
+    else:
+        with pytest.raises(CepvecOverflowError):
+            cepvec.run(q, df)
+        assert cepvec.run(q, df, numeric="float64")["COUNT(*)"][0] == pytest.approx(want, rel=1e-9)
+
+
+def test_a_later_part_of_the_pattern_that_leaves_int64_raises_without_a_match():
+    """docs/semantics.md 7.4: the window's map counts the runs of seven B (up to C(2499, 7) > 2^63)
+    although no A comes before them; the run raises rather than trust a number."""
+    q = "RETURN COUNT(*) PATTERN SEQ(A a, B b1, B b2, B b3, B b4, B b5, B b6, B b7) WITHIN 2500"
+    df = pl.DataFrame({"type": ["C"] + ["B"] * 3000 + ["A"], "time": np.arange(3002, dtype=np.int64)})
+    with pytest.raises(CepvecOverflowError):
+        cepvec.run(q, df)
+    assert cepvec.run(q, df, numeric="float64").height == 0

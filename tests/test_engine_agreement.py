@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -454,3 +455,21 @@ def test_float_group_totals_of_unbounded_emit_changes_in_batches(seed, cuts, num
     got = _rows(run_engine(q, prepare(q, df), "greta" if q.is_kleene else "aseq", numeric=numeric,
                            batches=sorted(set(cuts))))
     assert rows_differ(got, want) is None
+
+
+@pytest.mark.parametrize("n_categories", [3, 300, 70_000])  # UInt8, UInt16 and UInt32 physical ids
+def test_an_enum_of_any_width_gives_the_rows_of_strings(n_categories):
+    """The linear path reads a Categorical / Enum type column's physical ids through a table of the
+    query's types (``kernels/linear/encode.py::lut_codes_count``); ids past the table and types the
+    query does not name count as no type."""
+    rng = np.random.default_rng(7)
+    names = [f"t{i}" for i in range(n_categories - 3)] + ["A", "B", "C"]
+    cats = [names[i] for i in rng.permutation(len(names))]
+    n = 3000
+    types = np.array(names)[rng.integers(max(0, len(names) - 6), len(names), n)]  # a few others, A, B, C
+    df = pl.DataFrame({"type": types, "time": np.sort(rng.integers(0, n // 2, n)), "id": rng.integers(0, 4, n)})
+    q = "RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 20"
+    want = cepvec.run(q, df)
+    assert want["COUNT(*)"].sum() > 0
+    for enc in [pl.Enum(cats), pl.Categorical]:
+        assert_frame_equal(cepvec.run(q, df.with_columns(pl.col("type").cast(enc))), want, check_exact=True)

@@ -95,13 +95,18 @@ class TypeCodes:
         return df.select(expr.fill_null(0)).to_series().to_numpy()
 
     def category_codes(self, col: pl.Series) -> np.ndarray:
-        """Codes of a Categorical / Enum column from its physical ids (no string work per event).
+        """Codes of a Categorical / Enum column from its physical ids (no string work per event)."""
+        phys, lut = self.category_ids(col)
+        return np.take(lut, phys, mode="clip")
 
-        A lookup table maps the id of each query type to its code; every other id (and
-        null) maps to 0. An Enum lists its categories; a Categorical's ids are found by
-        casting the query's type names into its categories (Polars >= 1.32: a name
-        missing from the data is added to them, which changes no value), else from the
-        distinct values of the column.
+    def category_ids(self, col: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+        """The physical ids of a Categorical / Enum column (unsigned, read-only, nulls as the last
+        index of the table) and the table ``lut`` that maps each to its code: the id of each query
+        type to its code, every other id to 0 (``lut[-1]``: 0, for ids past the table too).
+
+        An Enum lists its categories; a Categorical's ids are found by casting the query's type
+        names into its categories (Polars >= 1.32: a name missing from the data is added to
+        them, which changes no value), else from the distinct values of the column.
         """
         names = self.names
         if isinstance(col.dtype, pl.Enum):
@@ -121,4 +126,8 @@ class TypeCodes:
         phys = col.to_physical()
         if phys.null_count():
             phys = phys.fill_null(top + 1)
-        return np.take(lut, phys.to_numpy(), mode="clip")
+        return phys.to_numpy(), lut
+
+    def is_categorical(self, df: pl.DataFrame) -> bool:
+        """Whether the type column of ``df`` is Categorical or Enum (codes from :meth:`category_ids`)."""
+        return bool(self.names) and isinstance(df.schema[self.type_col], (pl.Categorical, pl.Enum))

@@ -382,6 +382,21 @@ def view_codes_count(views, m1, m2, shift, tab, cand_lo, cand_hi, n_parts, cls_p
     return count
 
 
+@jit_reading("phys", "lut", "cls_prog", "pid")
+def lut_codes_count(phys, lut, n_parts, cls_prog, pid, codes):
+    """:func:`view_codes_count` for a Categorical / Enum type column: the code of each physical id
+    through ``lut`` (ids past its end: ``lut[-1]``, 0) into ``codes``, and per partition the events
+    that are kept (``cls_prog[code] >= 0``)."""
+    last = lut.shape[0] - 1
+    count = np.zeros(n_parts, np.int64)
+    for i in range(codes.shape[0]):
+        x = np.int64(phys[i])
+        c = lut[x if x < last else last]
+        codes[i] = c
+        count[pid[i]] += cls_prog[c] >= 0
+    return count
+
+
 @jit
 def combine_bits(codes, bind_of_code, neg_of_code, masks, mask_bit, mask_is_neg, mask_code_ok):
     """Bind and negation bits per event: by type code, plus predicate-gated bits.

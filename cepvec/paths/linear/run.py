@@ -345,17 +345,21 @@ class LinearStream(Partitions):
         counts = None
         if n_new:
             views = None if self.mask_exprs else self.type_codes.views(df)
+            pid = self.ids(df)
+            n_parts = max(len(self.keys), 1)
             if views is not None:  # type codes and kept events per partition in one pass (halves in threads)
                 cls = np.empty(n_new, np.int32)
-                pid = self.ids(df)
-                n_parts = max(len(self.keys), 1)
                 cls_prog = self._code_programs()
                 counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
                                                                   n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
                                      halves)
+            elif not self.mask_exprs and self.type_codes.is_categorical(df):  # the same from physical ids
+                phys, lut = self.type_codes.category_ids(df[self.type_codes.type_col])
+                cls = np.empty(n_new, np.int32)
+                cls_prog = self._code_programs()
+                counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog,
+                                                                 pid[r[0]:r[1]], cls[r[0]:r[1]]), halves)
             else:
-                pid = self.ids(df)
-                n_parts = max(len(self.keys), 1)
                 cls, cls_prog = self._classes(df)
             new_w = self._weights(df)
         else:

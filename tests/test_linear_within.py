@@ -1,4 +1,4 @@
-"""The two WITHIN loops of the linear-map kernels: the two-stack queue and the inverse loop.
+"""The WITHIN and SLIDE loops of the linear-map kernels: the two-stack queue and the inverse loops.
 
 ``windows._drive_within`` keeps the window in a two-stack queue. When every program of a
 query is a count step (flag ``F_INV``: no reset, no self-loop, coefficients 1),
@@ -25,6 +25,10 @@ from cepvec.kernels.linear import windows
 from tests.strategies import examples
 
 
+#: time gaps between events: some ties, mostly windows that hold a few events
+_GAPS = st.sampled_from([0, 1, 1, 1, 2, 3])
+
+
 def _sequence_programs(pattern: list[int], n_types: int) -> tuple[list, int]:
     """The programs of ``SEQ`` over ``pattern`` (a type per position, types may repeat): state ``i``
     counts the matches of the first ``i`` positions; the last state is the output row."""
@@ -48,9 +52,9 @@ def test_count_steps_are_invertible_and_the_others_are_not():
         assert not PT[PT[1]] & K.F_INV
 
 
-@settings(max_examples=examples(150), deadline=None)
-@given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=5),
-       events=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), max_size=60),
+@settings(max_examples=examples(300), deadline=None)
+@given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
+       events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
        w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4),
        second_one=st.booleans())
 def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, replay, second_one):
@@ -86,6 +90,48 @@ def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cu
     assert err[0] == 0
     assert slow_inv.tolist() == slow_stack.tolist()
     assert X_inv.tolist() == X_stack.tolist()
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
+       events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
+       w=st.integers(1, 12), s=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3),
+       start=st.integers(-3, 3), second_one=st.booleans(), cap=st.booleans())
+def test_the_inverse_slide_loop_agrees_with_the_two_stack_queue(pattern, events, w, s, cuts, start, second_one,
+                                                                 cap):
+    """The same for ``WITHIN w SLIDE s`` (``_drive_slide_inverse``: the windows each segment closes,
+    resumed where a segment starts (``next_k``), up to a limit inside or past the input)."""
+    progs, k = _sequence_programs(pattern, 3)
+    PT = K.pack_programs(progs, np.array([k]))
+    D = k + 1
+    v0 = np.zeros(D, np.int64)
+    v0[0] = 1
+    j1 = -1
+    if second_one and k > 1:
+        v0[1] = 1
+        j1 = 1
+    t = np.cumsum([g for g, _ in events]).astype(np.int64)
+    prog = np.array([p for _, p in events], np.int64)
+    bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
+    seg_lo = np.array(bounds[:-1], np.int64)
+    seg_hi = np.array(bounds[1:], np.int64)
+    n_seg = len(seg_lo)
+    ev_w = np.zeros((len(events), 0), np.int64)
+    if n_seg and K.order_ties(seg_lo, seg_hi, t, prog, ev_w, PT):
+        K.order_long_ties(seg_lo, seg_hi, t, prog, ev_w, PT)
+    seg_pid = np.arange(n_seg, dtype=np.int64)
+    limit = np.int64((int(t[-1]) if len(t) else 0) + (w + s if cap else 0))
+    out_rows = np.array([k, k - 1] if k > 1 else [k], np.int64)
+    got = {}
+    for name, drive in [("stack", windows._drive_slide), ("inverse", windows._drive_slide_inverse)]:
+        next_k = np.full(max(n_seg, 1), start, np.int64)
+        err = np.zeros(3, np.int64)
+        slow = np.zeros(n_seg, np.bool_)
+        outs = drive(np.int64(w), np.int64(s), seg_lo, seg_hi, seg_pid, limit, t, prog, ev_w, PT, v0, np.int64(0),
+                     np.int64(j1), out_rows, next_k, err, slow)
+        assert err[0] == 0
+        got[name] = ([o.tolist() for o in outs], next_k.tolist(), slow.tolist())
+    assert got["inverse"] == got["stack"]
 
 
 def _seven_a(n: int, w: int) -> tuple[str, pl.DataFrame, int]:

@@ -14,8 +14,8 @@ from .arith import _add, _mul
 from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_INV, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_CHANGED,
                         MODE_EMIT_UNBOUNDED,
                         MODE_SLIDE, MODE_WITHIN)
-from .windows import (_drive_emit, _drive_slide, _drive_vector, _drive_within, _drive_within_inverse,
-                      _emit_rows_bound, _emits)
+from .windows import (_drive_emit, _drive_slide, _drive_slide_inverse, _drive_vector, _drive_within,
+                      _drive_within_inverse, _emit_rows_bound, _emits)
 
 
 def run_segments(mode, w, s, check,
@@ -51,8 +51,8 @@ def run_segments(mode, w, s, check,
     (grouped by partition, keys increasing within a partition).
 
     Plain Python (releases no GIL itself; the jitted parts do): each mode has its
-    own jitted driver around its fast loop (WITHIN two: the inverse loop when every program is a count
-    step, ``F_INV``, with int64 state; the two-stack queue otherwise), and segments the fast loop leaves
+    own jitted driver around its fast loop (WITHIN and SLIDE two: the inverse loop when every program is a
+    count step, ``F_INV``, with int64 state; the two-stack queue otherwise), and segments the fast loop leaves
     (equal time stamps, programs not in place) go through :func:`_run_general`.
     Separate entry points keep the first call's compilation to the mode in use
     (Numba compiles every function a jitted function may call).
@@ -64,10 +64,11 @@ def run_segments(mode, w, s, check,
     flat_ok = 1 <= len(nz) <= 2 and bool(np.all((v0 == 0) | (v0 == one)))
     j0 = int(nz[0]) if len(nz) else 0
     j1 = int(nz[1]) if len(nz) > 1 else -1
+    inverse = v0.dtype == np.int64 and _all_inverse(PT)  # counts: the loops that keep the window's map
     if not flat_ok:
         slow[:] = True
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
-    elif mode == MODE_WITHIN and v0.dtype == np.int64 and _all_inverse(PT):
+    elif mode == MODE_WITHIN and inverse:
         _drive_within_inverse(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, len(v0), j0, j1, X_state,
                               slow)
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
@@ -79,7 +80,7 @@ def run_segments(mode, w, s, check,
         outs = _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog,
                            ev_w, PT, v0, j0, j1, out_rows, err, slow)
     elif mode == MODE_SLIDE:
-        outs = _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, ev_w, PT, v0, j0, j1,
+        outs = (_drive_slide_inverse if inverse else _drive_slide)(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, ev_w, PT, v0, j0, j1,
                             out_rows, next_k, err, slow)
     else:
         outs = _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import jit, jit_body, jit_callee, jit_inline
+from .._jit import jit, jit_body, jit_callee, jit_inline, variant
 from .apply import _apply_fast
 from .arith import _add, _big, _mul, _mul_ovf, _one, _ovf, _wadd, _wmul, _zero
 from .constants import (ERR_OVERFLOW, F_END, F_FAST, F_FASTW, F_INV, F_LEFT, F_TIE, HDR, MODE_EMIT_CHANGED,
@@ -257,6 +257,7 @@ def _within_inverse(w, n, replay_end, ev_time, ev_prog, PT, W, D, j0, j1, xrow):
             return ST_SLOW
         bound = t - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
+            # W <- W M_f^-1 (written out: a helper taking W kept reference counting in this loop)
             of = PT[_U64(ev_prog[_U64(f_lo)])]
             for k in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
                 d = PT[_U64(k)]
@@ -350,8 +351,7 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
     return ST_OK, n_out, 0, 0
 
 
-@jit_body
-def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
+def _slide_loop(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
                 out_key, out_val, n_out, e0, f_lo, f_hi):
     """WITHIN w SLIDE s over one segment (``n`` events): a result per window
     [k s, k s + w) closed before slide_limit. Returns
@@ -360,10 +360,16 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
     Resumable: on ST_GROW_OUT the caller grows the output arrays and calls again
     with the returned ``k, e, f_lo, f_hi`` (``W`` kept); a fresh start has
     ``e0 = f_lo = f_hi = 0``.
+
+    Two loops from this source: :func:`_slide_fast` (the two-stack queue) and, with the global
+    ``INVERSE`` true, :func:`_slide_inverse`, which keeps the window's map in ``W[:D * D]`` as
+    :func:`_within_inverse` does (programs with ``F_INV``; an overflow returns ``ST_SLOW``).
     """
     U0 = 2 * D * D
     n_out_rows = out_rows.shape[0]
     out0 = out_rows[0] * D
+    flag = F_INV if INVERSE else F_FAST
+    st_ovf = ST_SLOW if INVERSE else ST_OVERFLOW
     ovf = np.int64(0)
     if e0 == 0:
         _fident(W, _Z, D)
@@ -372,7 +378,7 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
         t = 0
         if not at_end:
             t = ev_time[_U64(e)]
-            if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (
+            if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & flag) == 0 or (
                     e > 0 and t == ev_time[_U64(e - 1)]
                     and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
                 return ST_SLOW, n_out, k, 0, 0, e, f_lo, f_hi
@@ -389,7 +395,14 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
                 break
             bound = k * s - 1
             while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-                if f_lo == f_hi:
+                if INVERSE:  # W <- W M_f^-1, as in _within_inverse
+                    of = PT[_U64(ev_prog[_U64(f_lo)])]
+                    for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
+                        d = PT[_U64(kt)]
+                        sc = PT[_U64(kt + 1)]
+                        for r in range(D):
+                            W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+                elif f_lo == f_hi:
                     if e - f_hi > capm1:
                         return ST_GROW_U, n_out, k, e - f_hi, 0, e, f_lo, f_hi
                     ovf |= _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1)
@@ -406,7 +419,13 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
                 k = min(run_end, 0)
                 continue
             ui = U0 + ((1 + (f_lo & capm1)) * D if f_lo < f_hi else 0)
-            y0, f = _fdot(W, out0, ui, D)
+            if INVERSE:  # (W v0)[out row]
+                y0 = W[_U64(out0 + j0)]
+                f = np.int64(0)
+                if j1 >= 0:
+                    y0, f = _add(y0, W[_U64(out0 + j1)])
+            else:
+                y0, f = _fdot(W, out0, ui, D)
             ovf |= f
             if y0 == 0:
                 k = run_end
@@ -415,13 +434,19 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
             while k < run_end:
                 if n_out == out_key.shape[0]:  # full: grow (or stop at an overflow: never past the end)
                     if ovf < 0:
-                        return ST_OVERFLOW, n_out, k, 0, t, e, f_lo, f_hi
+                        return st_ovf, n_out, k, 0, t, e, f_lo, f_hi
                     return ST_GROW_OUT, n_out, k, n_out + run_end - k, 0, e, f_lo, f_hi
                 out_key[n_out] = k
                 out_val[n_out, 0] = y0
                 for r in range(1, n_out_rows):
                     if n_out == first:
-                        y, f = _fdot(W, out_rows[r] * D, ui, D)
+                        if INVERSE:
+                            y = W[_U64(out_rows[r] * D + j0)]
+                            f = np.int64(0)
+                            if j1 >= 0:
+                                y, f = _add(y, W[_U64(out_rows[r] * D + j1)])
+                        else:
+                            y, f = _fdot(W, out_rows[r] * D, ui, D)
                         ovf |= f
                         out_val[n_out, r] = y
                     else:
@@ -429,13 +454,18 @@ def _slide_fast(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
                 n_out += 1
                 k += 1
         if ovf < 0:
-            return ST_OVERFLOW, n_out, k, 0, t, e, f_lo, f_hi
+            return st_ovf, n_out, k, 0, t, e, f_lo, f_hi
         if at_end:
             break
         ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
         if ovf < 0:
-            return ST_OVERFLOW, n_out, k, 0, t, e, f_lo, f_hi
+            return st_ovf, n_out, k, 0, t, e, f_lo, f_hi
     return ST_OK, n_out, k, 0, 0, n, f_lo, f_hi
+
+
+INVERSE = False
+_slide_fast = jit_body(_slide_loop)
+_slide_inverse = jit_body(variant(_slide_loop, "_slide_inverse", INVERSE=True))
 
 
 @jit_inline
@@ -646,6 +676,11 @@ def _drive_slide(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, e
             err[2] = t_err
             break
     return out_pid[:n_out], out_key[:n_out], out_val[:n_out]
+
+
+_drive_slide_inverse = jit(variant(_drive_slide.py_func, "_drive_slide_inverse", _slide_fast=_slide_inverse))
+_drive_slide_inverse.__doc__ = """WITHIN w SLIDE s when every program carries ``F_INV`` (int64 state): :func:`_drive_slide`
+around :func:`_slide_inverse`."""
 
 
 @jit

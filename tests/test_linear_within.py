@@ -40,6 +40,30 @@ def _sequence_programs(pattern: list[int], n_types: int) -> tuple[list, int]:
     return progs, k
 
 
+def _segments(pattern, events, cuts, second_one):
+    """The program table of ``SEQ`` over ``pattern``, its output row ``k``, a start vector (``v0 = e_0``,
+    or ``e_0 + e_1``: the fast loops take one or two ones; ``j1`` the second or -1), and the events
+    ``(gap, type)`` cut into segments at ``cuts``, each tie sorted by rank as the engine does:
+    ``(PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w)``."""
+    progs, k = _sequence_programs(pattern, 3)
+    PT = K.pack_programs(progs, np.array([k]))
+    v0 = np.zeros(k + 1, np.int64)
+    v0[0] = 1
+    j1 = -1
+    if second_one and k > 1:
+        v0[1] = 1
+        j1 = 1
+    t = np.cumsum([g for g, _ in events]).astype(np.int64)
+    prog = np.array([p for _, p in events], np.int64)
+    bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
+    seg_lo = np.array(bounds[:-1], np.int64)
+    seg_hi = np.array(bounds[1:], np.int64)
+    ev_w = np.zeros((len(events), 0), np.int64)
+    if len(seg_lo) and K.order_ties(seg_lo, seg_hi, t, prog, ev_w, PT):
+        K.order_long_ties(seg_lo, seg_hi, t, prog, ev_w, PT)
+    return PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w
+
+
 def test_count_steps_are_invertible_and_the_others_are_not():
     out = np.array([3])
     PT = K.pack_programs([([(1, 0, -1)], set(), False), ([(2, 1, -1), (1, 0, -1)], set(), False),
@@ -58,24 +82,8 @@ def test_count_steps_are_invertible_and_the_others_are_not():
        w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4),
        second_one=st.booleans())
 def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, replay, second_one):
-    progs, k = _sequence_programs(pattern, 3)
-    PT = K.pack_programs(progs, np.array([k]))
-    D = k + 1
-    v0 = np.zeros(D, np.int64)
-    v0[0] = 1
-    j1 = -1
-    if second_one and k > 1:  # a start vector with two ones (the fast loops take one or two)
-        v0[1] = 1
-        j1 = 1
-    t = np.cumsum([g for g, _ in events]).astype(np.int64)
-    prog = np.array([p for _, p in events], np.int64)
-    bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
-    seg_lo = np.array(bounds[:-1], np.int64)
-    seg_hi = np.array(bounds[1:], np.int64)
-    n_seg = len(seg_lo)
-    ev_w = np.zeros((len(events), 0), np.int64)
-    if n_seg and K.order_ties(seg_lo, seg_hi, t, prog, ev_w, PT):
-        K.order_long_ties(seg_lo, seg_hi, t, prog, ev_w, PT)
+    PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, second_one)
+    D, n_seg = k + 1, len(seg_lo)
     seg_pid = np.arange(n_seg, dtype=np.int64)
     seg_replay = np.minimum(seg_hi - seg_lo, replay).astype(np.int64)
     X_stack = np.arange(n_seg * D, dtype=np.int64).reshape(n_seg, D)  # totals carried from before
@@ -85,9 +93,10 @@ def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cu
     err = np.zeros(3, np.int64)
     windows._drive_within(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0, np.int64(0),
                           np.int64(j1), X_stack, err, slow_stack)
-    windows._drive_within_inverse(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, PT, np.int64(D),
-                                  np.int64(0), np.int64(j1), X_inv, slow_inv)
-    assert err[0] == 0
+    err_inv = np.zeros(3, np.int64)
+    windows._drive_within_inverse(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0,
+                                  np.int64(0), np.int64(j1), X_inv, err_inv, slow_inv)
+    assert err[0] == 0 and err_inv[0] == 0
     assert slow_inv.tolist() == slow_stack.tolist()
     assert X_inv.tolist() == X_stack.tolist()
 
@@ -101,24 +110,8 @@ def test_the_inverse_slide_loop_agrees_with_the_two_stack_queue(pattern, events,
                                                                  cap):
     """The same for ``WITHIN w SLIDE s`` (``_drive_slide_inverse``: the windows each segment closes,
     resumed where a segment starts (``next_k``), up to a limit inside or past the input)."""
-    progs, k = _sequence_programs(pattern, 3)
-    PT = K.pack_programs(progs, np.array([k]))
-    D = k + 1
-    v0 = np.zeros(D, np.int64)
-    v0[0] = 1
-    j1 = -1
-    if second_one and k > 1:
-        v0[1] = 1
-        j1 = 1
-    t = np.cumsum([g for g, _ in events]).astype(np.int64)
-    prog = np.array([p for _, p in events], np.int64)
-    bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
-    seg_lo = np.array(bounds[:-1], np.int64)
-    seg_hi = np.array(bounds[1:], np.int64)
+    PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, second_one)
     n_seg = len(seg_lo)
-    ev_w = np.zeros((len(events), 0), np.int64)
-    if n_seg and K.order_ties(seg_lo, seg_hi, t, prog, ev_w, PT):
-        K.order_long_ties(seg_lo, seg_hi, t, prog, ev_w, PT)
     seg_pid = np.arange(n_seg, dtype=np.int64)
     limit = np.int64((int(t[-1]) if len(t) else 0) + (w + s if cap else 0))
     out_rows = np.array([k, k - 1] if k > 1 else [k], np.int64)

@@ -68,20 +68,17 @@ def run_segments(mode, w, s, check,
     if not flat_ok:
         slow[:] = True
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
-    elif mode == MODE_WITHIN and inverse:
-        _drive_within_inverse(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, len(v0), j0, j1, X_state,
-                              slow)
-        outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
     elif mode == MODE_WITHIN:
-        _drive_within(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state,
-                      err, slow)
+        drive = _drive_within_inverse if inverse else _drive_within
+        drive(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state, err, slow)
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
     elif mode == MODE_EMIT:
         outs = _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog,
                            ev_w, PT, v0, j0, j1, out_rows, err, slow)
     elif mode == MODE_SLIDE:
-        outs = (_drive_slide_inverse if inverse else _drive_slide)(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, ev_w, PT, v0, j0, j1,
-                            out_rows, next_k, err, slow)
+        drive = _drive_slide_inverse if inverse else _drive_slide
+        outs = drive(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, ev_w, PT, v0, j0, j1, out_rows,
+                     next_k, err, slow)
     else:
         outs = _drive_vector(mode, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time,
                              ev_prog, ev_w, PT, v0, out_rows, X_state, err, slow)

@@ -187,11 +187,24 @@ def _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1):
     return f
 
 
-@jit_body
-def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, j0, j1, xrow):
+def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, j0, j1, xrow):
     """WITHIN w over one segment (``n`` events, the event arrays its slices): adds to the
-    output totals ``xrow`` the matches ending in it. Returns ``(status, need, time)``."""
+    output totals ``xrow`` the matches ending in it. Returns ``(status, need, time)``.
+
+    Two loops from this source (a global ``INVERSE`` that Numba folds, ``_jit.variant``):
+    :func:`_within_fast`, the two-stack queue, and :func:`_within_inverse`, for segments whose
+    programs all carry ``F_INV`` (count steps: no reset, no self-loop, coefficients 1). The
+    inverse loop keeps the window's map ``W = M_e ... M_f`` (D x D, row-major in ``W[:D * D]``):
+    a new event multiplies it on the left as in the two-stack loop (row ``dst += `` row ``src``
+    per triplet), an event that leaves the window on the right by its inverse (``W <- W M_f^-1``:
+    column ``src -= `` column ``dst`` per triplet, in the triplets' order). No queue and no
+    flips: the window state is ``W v0``. Every value it holds is a count of the window or of a
+    part of it, so a subtraction never overflows; a sum that does returns ``ST_SLOW`` (the
+    general loop decides whether the results overflow).
+    """
     U0 = 2 * D * D
+    flag = F_INV if INVERSE else F_FASTW
+    st_ovf = ST_SLOW if INVERSE else ST_OVERFLOW
     f_lo = _Z
     f_hi = _Z
     ovf = np.int64(0)
@@ -200,12 +213,19 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
         t = ev_time[_U64(e)]
         o = PT[_U64(ev_prog[_U64(e)])]
         fl = PT[_U64(o)]
-        if (fl & F_FASTW) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]
-                                   and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
+        if (fl & flag) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]
+                                and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
             return ST_SLOW, 0, 0
         bound = t - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-            if f_lo == f_hi:
+            if INVERSE:  # W <- W M_f^-1 (written out: a helper taking W kept reference counting here)
+                of = PT[_U64(ev_prog[_U64(f_lo)])]
+                for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
+                    d = PT[_U64(kt)]
+                    sc = PT[_U64(kt + 1)]
+                    for r in range(D):
+                        W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+            elif f_lo == f_hi:
                 if e - f_hi > capm1:
                     return ST_GROW_U, e - f_hi, 0
                 ovf |= _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1)
@@ -216,73 +236,31 @@ def _within_fast(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
             ui = U0 + ((1 + (f_lo & capm1)) * D if f_lo < f_hi else 0)
             k0 = o + HDR + 3 * PT[_U64(o + 1)] + PT[_U64(o + 2)]
             for kk in range(k0, k0 + 3 * PT[_U64(o + 3)], 3):
-                ys, f = _fdot(W, PT[_U64(kk + 1)] * D, ui, D)
-                ovf |= f
+                if INVERSE:  # (W v0)[src], v0 = e_j0 (+ e_j1)
+                    sr = PT[_U64(kk + 1)] * D
+                    ys = W[_U64(sr + j0)]
+                    if j1 >= 0:
+                        ys, f = _add(ys, W[_U64(sr + j1)])
+                        ovf |= f
+                else:
+                    ys, f = _fdot(W, PT[_U64(kk + 1)] * D, ui, D)
+                    ovf |= f
                 wk = PT[_U64(kk + 2)]
-                if wk >= 0:
+                if not INVERSE and wk >= 0:  # (coefficients are 1 in the inverse loop)
                     ys, f = _mul(ys, ev_w[_U64(e * nw + wk)])
                     ovf |= f
                 d = _U64(PT[_U64(kk)])
                 v, f = _add(xrow[d], ys)
                 ovf |= f
                 xrow[d] = v
-        ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
+        if INVERSE:  # W <- M_e W: no resets, coefficients 1
+            for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
+                ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+        else:
+            ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
         if ovf < 0:
-            return ST_OVERFLOW, 0, t
+            return st_ovf, 0, t
     return ST_OK, 0, 0
-
-
-@jit_body
-def _within_inverse(w, n, replay_end, ev_time, ev_prog, PT, W, D, j0, j1, xrow):
-    """WITHIN w over one segment whose programs all carry ``F_INV`` (see :func:`_within_fast`): the
-    window's map ``W = M_e ... M_f`` (D x D, row-major in ``W``) takes each new event on the left (row
-    ``dst += `` row ``src`` per triplet) and loses each event that leaves the window on the right
-    (``W <- W M_f^-1``: column ``src -= `` column ``dst`` per triplet, in the triplets' order). No
-    queue and no flips: the window state is ``W v0`` at any time. Counts only (coefficients 1, no
-    resets), so every value this holds is a count of the window or of a part of it: a subtraction
-    never overflows, and a sum that does returns ``ST_SLOW`` (the general loop decides whether the
-    results overflow). Returns ``ST_OK`` or ``ST_SLOW``."""
-    for i in range(D * D):
-        W[_U64(i)] = 0
-    for i in range(D):
-        W[_U64(i * D + i)] = 1
-    f_lo = _Z
-    ovf = np.int64(0)
-    for e in range(n):
-        t = ev_time[_U64(e)]
-        o = PT[_U64(ev_prog[_U64(e)])]
-        fl = PT[_U64(o)]
-        if (fl & F_INV) == 0 or (e > 0 and t == ev_time[_U64(e - 1)]
-                                 and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
-            return ST_SLOW
-        bound = t - w
-        while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-            # W <- W M_f^-1 (written out: a helper taking W kept reference counting in this loop)
-            of = PT[_U64(ev_prog[_U64(f_lo)])]
-            for k in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
-                d = PT[_U64(k)]
-                sc = PT[_U64(k + 1)]
-                for r in range(D):
-                    W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
-            f_lo += 1
-        if (fl & F_END) != 0 and e >= replay_end:
-            # matches ending at e: the window state's END source rows, W v0 (v0 = e_j0 [+ e_j1])
-            k0 = o + HDR + 3 * PT[_U64(o + 1)]
-            for kk in range(k0, k0 + 3 * PT[_U64(o + 3)], 3):
-                sr = PT[_U64(kk + 1)] * D
-                y = W[_U64(sr + j0)]
-                if j1 >= 0:
-                    y, f = _add(y, W[_U64(sr + j1)])
-                    ovf |= f
-                d = _U64(PT[_U64(kk)])
-                v, f = _add(xrow[d], y)
-                ovf |= f
-                xrow[d] = v
-        for k in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
-            ovf |= _frow_add(W, PT[_U64(k)] * D, PT[_U64(k + 1)] * D, D)
-        if ovf < 0:
-            return ST_SLOW
-    return ST_OK
 
 
 @jit_body
@@ -457,13 +435,20 @@ def _slide_loop(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
             return st_ovf, n_out, k, 0, t, e, f_lo, f_hi
         if at_end:
             break
-        ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
+        if INVERSE:  # W <- M_e W: no resets, coefficients 1
+            o = PT[_U64(ev_prog[_U64(e)])]
+            for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
+                ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+        else:
+            ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
         if ovf < 0:
             return st_ovf, n_out, k, 0, t, e, f_lo, f_hi
     return ST_OK, n_out, k, 0, 0, n, f_lo, f_hi
 
 
 INVERSE = False
+_within_fast = jit_body(_within_loop)
+_within_inverse = jit_body(variant(_within_loop, "_within_inverse", INVERSE=True))
 _slide_fast = jit_body(_slide_loop)
 _slide_inverse = jit_body(variant(_slide_loop, "_slide_inverse", INVERSE=True))
 
@@ -559,24 +544,10 @@ def _drive_within(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w
             return
 
 
-@jit
-def _drive_within_inverse(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, D, j0, j1, X_state, slow):
-    """WITHIN when every program carries ``F_INV``: :func:`_within_inverse` over every segment (int64
-    state); marks in ``slow`` the segments it leaves (a tie it cannot run in order, a sum that
-    overflows) for the general loop, their ``X_state`` rows as they were."""
-    Wk = np.zeros(D * D, np.int64)
-    x_save = np.zeros(D, np.int64)
-    for sg in range(seg_lo.shape[0]):
-        lo = seg_lo[sg]
-        hi = seg_hi[sg]
-        pid = seg_pid[sg]
-        for r in range(D):
-            x_save[r] = X_state[pid, r]
-        if _within_inverse(w, hi - lo, seg_replay[sg], ev_time[lo:hi], ev_prog[lo:hi], PT, Wk, D, j0, j1,
-                           X_state[pid]) != ST_OK:
-            for r in range(D):
-                X_state[pid, r] = x_save[r]
-            slow[sg] = True
+_drive_within_inverse = jit(variant(_drive_within.py_func, "_drive_within_inverse", _within_fast=_within_inverse))
+_drive_within_inverse.__doc__ = """WITHIN when every program carries ``F_INV`` (int64 state): :func:`_drive_within` around
+:func:`_within_inverse` (the segments it leaves, a tie it cannot run in order or a sum that overflows, go
+to the general loop)."""
 
 
 @jit

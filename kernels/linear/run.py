@@ -102,7 +102,8 @@ def run_segments(mode, w, s, check,
 
 
 def _all_inverse(PT) -> bool:
-    """Whether every program of ``PT`` carries ``F_INV`` (WITHIN then runs ``_drive_within_inverse``)."""
+    """Whether every program of ``PT`` carries ``F_INV``: WITHIN and SLIDE then run the inverse loops
+    (``_drive_within_inverse``, ``_drive_slide_inverse``)."""
     return len(PT) > 0 and bool(np.all(PT[PT[:PT[0]]] & F_INV))
 
 

@@ -13,6 +13,11 @@ array argument written by an inlined helper (both add reference counting to
 every iteration), branch-free overflow tests, few live arrays in a loop
 (register pressure), loops over slices from index 0 (no wraparound code).
 About 25 ns per event for WITHIN of SEQ(A, B, C), whatever the window.
+
+Counts (every program ``F_INV``, int64 state) take the inverse loops instead,
+:func:`_within_inverse` and :func:`_slide_inverse`: variants of the sources of
+:func:`_within_fast` and :func:`_slide_fast` with the global ``INVERSE`` true, which keep the
+window's map and remove an event by its inverse (no queue; docs/algorithms.md section 2).
 """
 
 from __future__ import annotations
@@ -218,7 +223,8 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
             return ST_SLOW, 0, 0
         bound = t - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-            if INVERSE:  # W <- W M_f^-1 (written out: a helper taking W kept reference counting here)
+            if INVERSE:  # W <- W M_f^-1, written out here and in _slide_loop: as a jit_inline helper taking W
+                # 18% slower (reference counting), as a jit_body helper 4% (docs/performance.md, session 37)
                 of = PT[_U64(ev_prog[_U64(f_lo)])]
                 for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
                     d = PT[_U64(kt)]

@@ -1,4 +1,4 @@
-"""The WITHIN and SLIDE loops of the linear-map kernels: the two-stack queue and the inverse loops.
+"""The WITHIN, EMIT CHANGES and SLIDE loops of the linear-map kernels: the two-stack queue and the inverse loops.
 
 ``windows._drive_within`` keeps the window in a two-stack queue. When every program of a
 query is a count step (flag ``F_INV``: no reset, no self-loop, coefficients 1),
@@ -27,6 +27,8 @@ from tests.strategies import examples
 
 #: time gaps between events: some ties, mostly windows that hold a few events
 _GAPS = st.sampled_from([0, 1, 1, 1, 2, 3])
+#: rows of the start vector's ones: mostly the counts' own start e_0, also other rows and two ones
+_ONES = st.one_of(st.just([0]), st.lists(st.integers(0, 4), min_size=1, max_size=2, unique=True))
 
 
 def _sequence_programs(pattern: list[int], n_types: int) -> tuple[list, int]:
@@ -40,19 +42,18 @@ def _sequence_programs(pattern: list[int], n_types: int) -> tuple[list, int]:
     return progs, k
 
 
-def _segments(pattern, events, cuts, second_one):
-    """The program table of ``SEQ`` over ``pattern``, its output row ``k``, a start vector (``v0 = e_0``,
-    or ``e_0 + e_1``: the fast loops take one or two ones; ``j1`` the second or -1), and the events
-    ``(gap, type)`` cut into segments at ``cuts``, each tie sorted by rank as the engine does:
-    ``(PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w)``."""
+def _segments(pattern, events, cuts, ones):
+    """The program table of ``SEQ`` over ``pattern``, its output row ``k``, a start vector with ones at
+    ``ones`` (one or two rows, taken modulo ``k + 1``: the fast loops take one or two ones, ``j0`` and
+    ``j1``, -1 for none; a start of ``e_0`` counts the matches), and the events ``(gap, type)`` cut into
+    segments at ``cuts``, each tie sorted by rank as the engine does:
+    ``(PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w)``."""
     progs, k = _sequence_programs(pattern, 3)
     PT = K.pack_programs(progs, np.array([k]))
+    js = sorted({j % (k + 1) for j in ones})
     v0 = np.zeros(k + 1, np.int64)
-    v0[0] = 1
-    j1 = -1
-    if second_one and k > 1:
-        v0[1] = 1
-        j1 = 1
+    v0[js] = 1
+    j0, j1 = js[0], (js[1] if len(js) > 1 else -1)
     t = np.cumsum([g for g, _ in events]).astype(np.int64)
     prog = np.array([p for _, p in events], np.int64)
     bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
@@ -61,7 +62,7 @@ def _segments(pattern, events, cuts, second_one):
     ev_w = np.zeros((len(events), 0), np.int64)
     if len(seg_lo) and K.order_ties(seg_lo, seg_hi, t, prog, ev_w, PT):
         K.order_long_ties(seg_lo, seg_hi, t, prog, ev_w, PT)
-    return PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w
+    return PT, k, v0, np.int64(j0), np.int64(j1), t, prog, seg_lo, seg_hi, ev_w
 
 
 def test_count_steps_are_invertible_and_the_others_are_not():
@@ -80,9 +81,9 @@ def test_count_steps_are_invertible_and_the_others_are_not():
 @given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
        events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
        w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4),
-       second_one=st.booleans())
-def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, replay, second_one):
-    PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, second_one)
+       ones=_ONES)
+def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, replay, ones):
+    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones)
     D, n_seg = k + 1, len(seg_lo)
     seg_pid = np.arange(n_seg, dtype=np.int64)
     seg_replay = np.minimum(seg_hi - seg_lo, replay).astype(np.int64)
@@ -91,11 +92,11 @@ def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cu
     slow_stack = np.zeros(n_seg, np.bool_)
     slow_inv = np.zeros(n_seg, np.bool_)
     err = np.zeros(3, np.int64)
-    windows._drive_within(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0, np.int64(0),
-                          np.int64(j1), X_stack, err, slow_stack)
+    windows._drive_within(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0, j0,
+                          j1, X_stack, err, slow_stack)
     err_inv = np.zeros(3, np.int64)
     windows._drive_within_inverse(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0,
-                                  np.int64(0), np.int64(j1), X_inv, err_inv, slow_inv)
+                                  j0, j1, X_inv, err_inv, slow_inv)
     assert err[0] == 0 and err_inv[0] == 0
     assert slow_inv.tolist() == slow_stack.tolist()
     assert X_inv.tolist() == X_stack.tolist()
@@ -105,12 +106,12 @@ def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cu
 @given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
        events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
        w=st.integers(1, 12), s=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3),
-       start=st.integers(-3, 3), second_one=st.booleans(), cap=st.booleans())
-def test_the_inverse_slide_loop_agrees_with_the_two_stack_queue(pattern, events, w, s, cuts, start, second_one,
+       start=st.integers(-3, 3), ones=_ONES, cap=st.booleans())
+def test_the_inverse_slide_loop_agrees_with_the_two_stack_queue(pattern, events, w, s, cuts, start, ones,
                                                                  cap):
     """The same for ``WITHIN w SLIDE s`` (``_drive_slide_inverse``: the windows each segment closes,
     resumed where a segment starts (``next_k``), up to a limit inside or past the input)."""
-    PT, k, v0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, second_one)
+    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones)
     n_seg = len(seg_lo)
     seg_pid = np.arange(n_seg, dtype=np.int64)
     limit = np.int64((int(t[-1]) if len(t) else 0) + (w + s if cap else 0))
@@ -120,10 +121,37 @@ def test_the_inverse_slide_loop_agrees_with_the_two_stack_queue(pattern, events,
         next_k = np.full(max(n_seg, 1), start, np.int64)
         err = np.zeros(3, np.int64)
         slow = np.zeros(n_seg, np.bool_)
-        outs = drive(np.int64(w), np.int64(s), seg_lo, seg_hi, seg_pid, limit, t, prog, ev_w, PT, v0, np.int64(0),
-                     np.int64(j1), out_rows, next_k, err, slow)
+        outs = drive(np.int64(w), np.int64(s), seg_lo, seg_hi, seg_pid, limit, t, prog, ev_w, PT, v0, j0,
+                     j1, out_rows, next_k, err, slow)
         assert err[0] == 0
         got[name] = ([o.tolist() for o in outs], next_k.tolist(), slow.tolist())
+    assert got["inverse"] == got["stack"]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
+       events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
+       w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3),
+       emit=st.lists(st.integers(0, 150), max_size=30), ones=_ONES)
+def test_the_inverse_emit_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, emit, ones):
+    """The same for ``WITHIN w EMIT CHANGES`` (``_drive_emit_inverse``: a result at each emit time,
+    over the window before it; emit times before, between, on and after the events)."""
+    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones)
+    n_seg = len(seg_lo)
+    seg_pid = np.arange(n_seg, dtype=np.int64)
+    emit_times = np.unique(np.array(emit + [int(x) for x in t[::4]], np.int64))
+    # each segment visits the emit times from a point of its own (a range of the one array)
+    seg_emit_lo = (np.arange(n_seg, dtype=np.int64) * 3) % max(len(emit_times), 1)
+    seg_emit_hi = np.full(n_seg, len(emit_times), np.int64)
+    out_rows = np.array([k, k - 1] if k > 1 else [k], np.int64)
+    got = {}
+    for name, drive in [("stack", windows._drive_emit), ("inverse", windows._drive_emit_inverse)]:
+        err = np.zeros(3, np.int64)
+        slow = np.zeros(n_seg, np.bool_)
+        outs = drive(np.int64(w), seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, t, prog, ev_w, PT,
+                     v0, j0, j1, out_rows, err, slow)
+        assert err[0] == 0
+        got[name] = ([o.tolist() for o in outs], slow.tolist())
     assert got["inverse"] == got["stack"]
 
 

@@ -14,8 +14,8 @@ from .arith import _add, _mul
 from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_INV, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_CHANGED,
                         MODE_EMIT_UNBOUNDED,
                         MODE_SLIDE, MODE_WITHIN)
-from .windows import (_drive_emit, _drive_slide, _drive_slide_inverse, _drive_vector, _drive_within,
-                      _drive_within_inverse, _emit_rows_bound, _emits)
+from .windows import (_drive_emit, _drive_emit_inverse, _drive_slide, _drive_slide_inverse, _drive_vector,
+                      _drive_within, _drive_within_inverse, _emit_rows_bound, _emits)
 
 
 def run_segments(mode, w, s, check,
@@ -51,7 +51,7 @@ def run_segments(mode, w, s, check,
     (grouped by partition, keys increasing within a partition).
 
     Plain Python (releases no GIL itself; the jitted parts do): each mode has its
-    own jitted driver around its fast loop (WITHIN and SLIDE two: the inverse loop when every program is a
+    own jitted driver around its fast loop (WITHIN, EMIT and SLIDE two: the inverse loop when every program is a
     count step, ``F_INV``, with int64 state; the two-stack queue otherwise), and segments the fast loop leaves
     (equal time stamps, programs not in place) go through :func:`_run_general`.
     Separate entry points keep the first call's compilation to the mode in use
@@ -73,8 +73,9 @@ def run_segments(mode, w, s, check,
         drive(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state, err, slow)
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
     elif mode == MODE_EMIT:
-        outs = _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog,
-                           ev_w, PT, v0, j0, j1, out_rows, err, slow)
+        drive = _drive_emit_inverse if inverse else _drive_emit
+        outs = drive(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times, ev_time, ev_prog,
+                     ev_w, PT, v0, j0, j1, out_rows, err, slow)
     elif mode == MODE_SLIDE:
         drive = _drive_slide_inverse if inverse else _drive_slide
         outs = drive(w, s, seg_lo, seg_hi, seg_pid, slide_limit, ev_time, ev_prog, ev_w, PT, v0, j0, j1, out_rows,
@@ -102,8 +103,8 @@ def run_segments(mode, w, s, check,
 
 
 def _all_inverse(PT) -> bool:
-    """Whether every program of ``PT`` carries ``F_INV``: WITHIN and SLIDE then run the inverse loops
-    (``_drive_within_inverse``, ``_drive_slide_inverse``)."""
+    """Whether every program of ``PT`` carries ``F_INV``: WITHIN, EMIT CHANGES and SLIDE then run the
+    inverse loops (``_drive_within_inverse``, ``_drive_emit_inverse``, ``_drive_slide_inverse``)."""
     return len(PT) > 0 and bool(np.all(PT[PT[:PT[0]]] & F_INV))
 
 

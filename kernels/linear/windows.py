@@ -15,8 +15,9 @@ every iteration), branch-free overflow tests, few live arrays in a loop
 About 25 ns per event for WITHIN of SEQ(A, B, C), whatever the window.
 
 Counts (every program ``F_INV``, int64 state) take the inverse loops instead,
-:func:`_within_inverse` and :func:`_slide_inverse`: variants of the sources of
-:func:`_within_fast` and :func:`_slide_fast` with the global ``INVERSE`` true, which keep the
+:func:`_within_inverse`, :func:`_emit_inverse` and :func:`_slide_inverse`: variants of the
+sources of :func:`_within_fast`, :func:`_emit_fast` and :func:`_slide_fast` with the global
+``INVERSE`` true, which keep the
 window's map and remove an event by its inverse (no queue; docs/algorithms.md section 2).
 """
 
@@ -269,15 +270,20 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
     return ST_OK, 0, 0
 
 
-@jit_body
-def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
+def _emit_loop(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, W, D, capm1, j0, j1,
                out_pid, out_key, out_val, n_out):
     """WITHIN w EMIT CHANGES over one segment (``n`` events; ``emit_times`` its output
     times): a result at every output time te, over (te - w, te].
-    Returns ``(status, n_out, need, time)``."""
+    Returns ``(status, n_out, need, time)``.
+
+    Two loops from this source, as for :func:`_within_loop`: :func:`_emit_fast` (the two-stack
+    queue) and :func:`_emit_inverse` (programs with ``F_INV``: the window's map in ``W[:D * D]``;
+    an overflow returns ``ST_SLOW``)."""
     U0 = 2 * D * D
     n_out_rows = out_rows.shape[0]
     out0 = out_rows[0] * D
+    flag = F_INV if INVERSE else F_FAST
+    st_ovf = ST_SLOW if INVERSE else ST_OVERFLOW
     f_lo = _Z
     f_hi = _Z
     ovf = np.int64(0)
@@ -288,7 +294,7 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
     t = 0
     if n > 0:
         t = ev_time[_U64(0)]
-        if (PT[_U64(PT[_U64(ev_prog[_U64(0)])])] & F_FAST) == 0:
+        if (PT[_U64(PT[_U64(ev_prog[_U64(0)])])] & flag) == 0:
             return ST_SLOW, n_out, 0, 0
     while True:
         # next action: a result at output time te < t, or pushing event e
@@ -298,7 +304,14 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
         te = emit_times[_U64(ep)] if query else t
         bound = te - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-            if f_lo == f_hi:
+            if INVERSE:  # W <- W M_f^-1, as in _within_loop
+                of = PT[_U64(ev_prog[_U64(f_lo)])]
+                for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
+                    d = PT[_U64(kt)]
+                    sc = PT[_U64(kt + 1)]
+                    for r in range(D):
+                        W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+            elif f_lo == f_hi:
                 if e - f_hi > capm1:
                     return ST_GROW_U, n_out, e - f_hi, 0
                 ovf |= _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1)
@@ -308,7 +321,13 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
             ep += 1
             if f_lo < e:
                 ui = U0 + ((1 + (f_lo & capm1)) * D if f_lo < f_hi else 0)
-                y0, f = _fdot(W, out0, ui, D)
+                if INVERSE:  # (W v0)[out row]
+                    y0 = W[_U64(out0 + j0)]
+                    f = np.int64(0)
+                    if j1 >= 0:
+                        y0, f = _add(y0, W[_U64(out0 + j1)])
+                else:
+                    y0, f = _fdot(W, out0, ui, D)
                 ovf |= f
                 if y0 != 0:
                     if n_out == out_pid.shape[0]:
@@ -317,21 +336,32 @@ def _emit_fast(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
                     out_key[n_out] = te
                     out_val[n_out, 0] = y0
                     for r in range(1, n_out_rows):
-                        y, f = _fdot(W, out_rows[r] * D, ui, D)
+                        if INVERSE:
+                            y = W[_U64(out_rows[r] * D + j0)]
+                            f = np.int64(0)
+                            if j1 >= 0:
+                                y, f = _add(y, W[_U64(out_rows[r] * D + j1)])
+                        else:
+                            y, f = _fdot(W, out_rows[r] * D, ui, D)
                         ovf |= f
                         out_val[n_out, r] = y
                     n_out += 1
         else:
-            ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
+            if INVERSE:  # W <- M_e W: no resets, coefficients 1
+                o = PT[_U64(ev_prog[_U64(e)])]
+                for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
+                    ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+            else:
+                ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
             e += 1
             if e < n:
                 t_prev = t
                 t = ev_time[_U64(e)]
-                if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & F_FAST) == 0 or (
+                if (PT[_U64(PT[_U64(ev_prog[_U64(e)])])] & flag) == 0 or (
                         t == t_prev and not _tie_fits(PT, ev_prog[_U64(e - 1)], ev_prog[_U64(e)])):
                     return ST_SLOW, n_out, 0, 0
         if ovf < 0:
-            return ST_OVERFLOW, n_out, 0, te
+            return st_ovf, n_out, 0, te
     return ST_OK, n_out, 0, 0
 
 
@@ -457,6 +487,8 @@ _within_fast = jit_body(_within_loop)
 _within_inverse = jit_body(variant(_within_loop, "_within_inverse", INVERSE=True))
 _slide_fast = jit_body(_slide_loop)
 _slide_inverse = jit_body(variant(_slide_loop, "_slide_inverse", INVERSE=True))
+_emit_fast = jit_body(_emit_loop)
+_emit_inverse = jit_body(variant(_emit_loop, "_emit_inverse", INVERSE=True))
 
 
 @jit_inline
@@ -598,6 +630,11 @@ def _drive_emit(w, seg_lo, seg_hi, seg_pid, seg_emit_lo, seg_emit_hi, emit_times
             err[2] = t_err
             break
     return out_pid[:n_out], out_key[:n_out], out_val[:n_out]
+
+
+_drive_emit_inverse = jit(variant(_drive_emit.py_func, "_drive_emit_inverse", _emit_fast=_emit_inverse))
+_drive_emit_inverse.__doc__ = """WITHIN w EMIT CHANGES when every program carries ``F_INV`` (int64 state): :func:`_drive_emit`
+around :func:`_emit_inverse`."""
 
 
 @jit

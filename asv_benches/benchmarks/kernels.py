@@ -191,6 +191,44 @@ class SeqABCTypes:
     track_aseq_events_per_s.unit = "events/s"
 
 
+class SeqABCEmit:
+    """``... GROUP-BY id WITHIN 50 EMIT CHANGES`` (a row per id at each END time) at 10^6 events, on
+    both distributions, String and Categorical types. ``time_emit``: the count's inverse loop
+    (``kernels/linear/windows.py::_emit_inverse``); ``time_emit_two_stack``: the same run on the
+    two-stack queue every other EMIT CHANGES query takes (the baseline of the inverse loop);
+    ``time_within``: the query without EMIT CHANGES (one row per id)."""
+
+    params = [[1_000_000], ["string", "categorical"], list(DISTRIBUTIONS)]
+    param_names = ["n_events", "types", "data"]
+    timeout = 600
+
+    def setup(self, n_events, types, data):
+        from cepvec.kernels.linear import run as linear_run, windows
+
+        events = DISTRIBUTIONS[data](n_events, 10)
+        dtype = pl.Categorical if types == "categorical" else pl.String
+        self.events = events.with_columns(pl.col("type").cast(pl.String).cast(dtype))
+        self.emit = cepvec.compile(QUERY.format(w=50) + " EMIT CHANGES")
+        self.within = cepvec.compile(QUERY.format(w=50))
+        self.run_module, self.inverse, self.two_stack = linear_run, windows._drive_emit_inverse, windows._drive_emit
+        for q in (self.emit, self.within):
+            cepvec.run(q, self.events[:1_000])
+        self.time_emit_two_stack(n_events, types, data)  # compiles the two-stack driver
+
+    def time_emit(self, n_events, types, data):
+        cepvec.run(self.emit, self.events)
+
+    def time_emit_two_stack(self, n_events, types, data):
+        self.run_module._drive_emit_inverse = self.two_stack
+        try:
+            cepvec.run(self.emit, self.events)
+        finally:
+            self.run_module._drive_emit_inverse = self.inverse
+
+    def time_within(self, n_events, types, data):
+        cepvec.run(self.within, self.events)
+
+
 class _DuckDBData:
     params = [SIZES, [50, 2_000], [10], list(DISTRIBUTIONS)]
     param_names = ["n_events", "window", "n_ids", "data"]

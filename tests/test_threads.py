@@ -222,6 +222,23 @@ def test_a_background_job_may_start_another():
     assert inner.result(timeout=10) == 7
 
 
+def _side_by_side() -> bool:
+    """Whether ``map_threads`` runs its two items side by side: each waits for the other (on one
+    thread the first one's wait times out)."""
+    import threading
+
+    meet = threading.Barrier(2, timeout=1)
+
+    def item(_):
+        try:
+            meet.wait()
+        except threading.BrokenBarrierError:
+            return False
+        return True
+
+    return all(threads.map_threads(item, [1, 2]))
+
+
 def test_the_pool_is_the_background_jobs_while_it_is_pending(monkeypatch):
     """While a pipeline stage runs in the background, ``map_threads`` on the calling thread runs
     inline (a job queued in the pool behind the stage's kernel calls would wait for them); the
@@ -229,16 +246,36 @@ def test_the_pool_is_the_background_jobs_while_it_is_pending(monkeypatch):
     import threading
 
     monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
-    names = lambda: threads.map_threads(lambda _: threading.current_thread().name, [1, 2])  # noqa: E731
     gate = threading.Event()
-    job = threads.in_background(lambda: (gate.wait(10), names())[1])
-    during = names()
+    job = threads.in_background(lambda: (gate.wait(10), _side_by_side())[1])
+    during = _side_by_side()
     gate.set()
     inside = job.result(timeout=10)
-    after = names()  # at once: the job counted itself out before its result was set
-    assert during == [threading.current_thread().name] * 2
-    assert all(n.startswith("cepvec_") for n in inside)
-    assert all(n.startswith("cepvec_") for n in after)
+    after = _side_by_side()  # at once: the job counted itself out before its result was set
+    assert (during, inside, after) == (False, True, True)
+
+
+def test_the_caller_takes_items_beside_the_pool(monkeypatch):
+    """``map_threads`` runs items on the calling thread too (it is awake; a pool thread first wakes),
+    returns the results in item order and raises the first error in item order once every item ran."""
+    import threading
+
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
+    meet = threading.Barrier(2, timeout=5)
+    names = threads.map_threads(lambda _: (meet.wait(), threading.current_thread().name)[1], [1, 2])
+    assert threading.current_thread().name in names and any(n.startswith("cepvec_") for n in names)
+    ran = []
+
+    def item(x):
+        ran.append(x)
+        if x in (2, 3):
+            raise ValueError(f"item {x}")
+        return x
+
+    with pytest.raises(ValueError, match="item 2"):
+        threads.map_threads(item, [0, 1, 2, 3, 4], costs=[1, 1, 1, 5, 1])  # item 3 runs first
+    assert sorted(ran) == [0, 1, 2, 3, 4]
+    assert threads.map_threads(lambda x: x * x, range(7), costs=range(7)) == [x * x for x in range(7)]
 
 
 def test_a_carry_not_the_kernels_is_an_internal_error(monkeypatch):

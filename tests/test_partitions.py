@@ -169,6 +169,7 @@ def test_local_ids_in_two_halves_are_those_of_one_pass(codes):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
+        mp.setattr(P, "DIRECT_HALVES_FROM", 0)
         two = P._local_ids(codes)
     assert one[0].tolist() == two[0].tolist()
     assert one[1].tolist() == two[1].tolist()

@@ -17,7 +17,7 @@ from cepvec.kernels import _jit
 from cepvec.paths.scan.run import ScanRun
 from cepvec.paths.trend.run import TrendStream
 from cepvec.registry import run_engine
-from cepvec.runtime import threads
+from cepvec.runtime import partitions, threads
 from cepvec.runtime.prepare import prepare
 from tests.strategies import examples
 
@@ -67,6 +67,7 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
         one = _run(text, engine, df, 1, mp)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(_jit, "NUMPY_BELOW", 0)  # the kernels' output order (one thread: NumPy's)
+        mp.setattr(partitions, "DIRECT_HALVES_FROM", 0)  # integer keys numbered in two halves
         mp.setattr(ScanRun, "CHUNK", 16)  # many pieces: each scans while the next is encoded
         mp.setattr(TrendStream, "CHUNK", 16)  # SLIDE: each piece runs while the next is encoded
         for cls in (ScanRun, TrendStream):  # pieces of at least one event per partition seen so far
@@ -133,7 +134,6 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
     """Dense ids of an integer key column in two halves (cepvec.runtime.partitions._direct_ids):
     the same ids and new keys, in order of first appearance, as one pass."""
     from cepvec.kernels.keys import dense_ids_direct
-    from cepvec.runtime import partitions
     from cepvec.runtime.partitions import _direct_ids
 
     vals = np.array(vals, np.int64)
@@ -151,6 +151,7 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
+        mp.setattr(partitions, "DIRECT_HALVES_FROM", 0)
         two_new = _direct_ids(vals, -5, two_direct, n0, two_ids)
     assert one_ids.tolist() == two_ids.tolist()
     assert one_new.tolist() == two_new.tolist()

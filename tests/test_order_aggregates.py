@@ -200,3 +200,30 @@ def test_min_of_strings_leaves_the_linear_maps_for_the_scan():
     fixed = "RETURN MIN(A.x) PATTERN SEQ(A, B)"  # aseq too: the scan, not the linear maps
     assert greta_path(cepvec.compile(fixed), dict(df.schema)) == "scan"
     assert cepvec.run(fixed, df, engine="aseq").to_dicts() == [{"MIN(A.x)": "apple"}]
+
+
+@pytest.mark.parametrize("types", ["string", "categorical"])
+def test_the_streams_of_a_query_number_partitions_once(monkeypatch, types):
+    """MIN / MAX beside a count run in two streams (int64 and order keys) over the same batches; the
+    second takes the first's partition ids and type classes of each batch, so every row is numbered and
+    typed once, not once per stream, and the rows stay the reference's."""
+    import cepvec.kernels.linear as K
+    from cepvec.runtime.partitions import Partitions
+
+    numbered, typed = [], []
+    ids, view_codes, lut_codes = Partitions.ids, K.view_codes_count, K.lut_codes_count
+    monkeypatch.setattr(Partitions, "ids", lambda self, df: numbered.append(len(df)) or ids(self, df))
+    monkeypatch.setattr(K, "view_codes_count", lambda *a: typed.append(len(a[0])) or view_codes(*a))
+    monkeypatch.setattr(K, "lut_codes_count", lambda *a: typed.append(len(a[0])) or lut_codes(*a))
+    df = _frame(3)
+    if types == "categorical":
+        df = df.with_columns(pl.col("type").cast(pl.Categorical))
+    text = "RETURN sid, COUNT(*), MIN(A.x), MAX(B.x) PATTERN SEQ(A, B) GROUP-BY sid WITHIN 3"
+    q = cepvec.compile(text)
+    want = cepvec.run(q, df, engine="reference").to_dicts()
+    for cuts in ([], [len(df) // 3, len(df) // 2]):
+        numbered.clear()
+        typed.clear()
+        got = run_engine(q, prepare(q, df), "aseq", batches=cuts).to_dicts()
+        assert rows_differ(got, want) is None
+        assert sum(numbered) == sum(typed) == len(df), cuts

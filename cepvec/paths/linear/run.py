@@ -75,6 +75,11 @@ class LinearStream(Partitions):
         self.PT = np.zeros(0, np.int64)
         self.prog_flags = np.zeros(0, np.int64)
         self.order_ties = False
+        # the stream of the same query whose partition ids and type classes this one takes (LinearRun)
+        self.lead: LinearStream | None = None
+        self.followed = False  # a stream takes this one's encoding: keep it until the next batch
+        self._encoded: tuple | None = None  # (batch number, pid, cls, cls_prog, counts) of the last batch
+        self._n_batches = 0
         self._setup_encoding()
         # GROUP-BY values are the partition keys: each partition is its own group
         self.groups_are_partitions = list(self.q.partition_by) == list(self.q.group_by)
@@ -344,10 +349,16 @@ class LinearStream(Partitions):
         halves = threads.halves(n_new)
         counts = None
         if n_new:
-            views = None if self.mask_exprs else self.type_codes.views(df)
-            pid = self.ids(df)
+            self._n_batches += 1
+            shared = self._lead_encoding(n_new)
+            views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
+            pid = shared[1] if shared is not None else self.ids(df)
             n_parts = max(len(self.keys), 1)
-            if views is not None:  # type codes and kept events per partition in one pass (halves in threads)
+            if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
+                cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
+            elif shared is not None:
+                cls, cls_prog = self._classes(df)
+            elif views is not None:  # type codes and kept events per partition in one pass (halves in threads)
                 cls = np.empty(n_new, np.int32)
                 cls_prog = self._code_programs()
                 counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
@@ -361,6 +372,8 @@ class LinearStream(Partitions):
                                                                  pid[r[0]:r[1]], cls[r[0]:r[1]]), halves)
             else:
                 cls, cls_prog = self._classes(df)
+            if self.followed:
+                self._encoded = (self._n_batches, pid, cls, cls_prog, counts)
             new_w = self._weights(df)
         else:
             times = np.zeros(0, np.int64)
@@ -460,6 +473,22 @@ class LinearStream(Partitions):
             if len(out_pid):
                 self.outputs.append((out_pid, out_key, out_val))
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
+
+    def _lead_encoding(self, n_new: int) -> tuple | None:
+        """The lead stream's encoding of this batch (partition ids, type classes, kept events per
+        partition), or None (no lead, or its last batch is not this one). The streams of a query see
+        the same batches in turn, lead first, so their keys are numbered alike: this one takes the
+        lead's key frame instead of numbering the keys again (a MIN / MAX or float SUM beside a count
+        is two streams; the ids and classes were half the serial work of a second stream)."""
+        lead = self.lead
+        enc = lead._encoded if lead is not None else None
+        if enc is None or enc[0] != self._n_batches or len(enc[1]) != n_new:
+            return None
+        if len(self.keys) != len(lead.keys):
+            self.keys = lead.keys
+            self._tab_n = -1  # the hash table of Partitions._int_ids has not seen them
+            self._on_new_keys()
+        return enc
 
     def _float_totals(self, pid, key, val, reps, times, gop, n_groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`_carried_forward` with float totals: a group's totals at an emit time are the sum of
@@ -571,6 +600,9 @@ class LinearRun:
         self.streams = [LinearStream(self.plan, state=st, w=w, s=s, key_schema=key_schema,
                                      zero_components=tuple(j for j in range(len(comps)) if j not in js))
                         for st, js in answer.items()]
+        for st in self.streams[1:]:  # pushed after the first: its partition ids and classes serve them
+            st.lead = self.streams[0]
+        self.streams[0].followed = len(self.streams) > 1
         # one stream (no MIN / MAX beside the sums): EMIT CHANGES rows carried forward, not per emit time
         self.streams[0].changes_only = len(self.streams) == 1
 
@@ -585,6 +617,7 @@ class LinearRun:
     def finish(self, prep: Prepared) -> pl.DataFrame:
         for st in self.streams:
             st.finish()
+        self.streams[0]._encoded = None
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
 

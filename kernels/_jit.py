@@ -390,6 +390,31 @@ NUMPY_BELOW = 1 << 14
 
 
 @numba.extending.intrinsic
+def stack_int64(typingctx, n):
+    """An int64 array of ``n`` elements (a compile-time constant: a literal or a global) on the stack
+    of the function, uninitialised. When every index into it is a constant once the loops over it are
+    unrolled (their bounds globals of a :func:`variant`), LLVM keeps its elements in registers: a
+    window map of a few rows updated per event without a load and store on every element (an array
+    from ``np.zeros`` is on the heap, and each update waits on the store before it;
+    ``linear/chain.py``)."""
+    if not isinstance(n, numba.types.IntegerLiteral):
+        return None
+    size = n.literal_value
+    arr = numba.types.Array(numba.types.int64, 1, "C")
+
+    def codegen(context, builder, sig, args):
+        cg = numba.core.cgutils
+        data = cg.alloca_once(builder, context.get_value_type(numba.types.int64), size=size)
+        out = context.make_array(arr)(context, builder)
+        item = context.get_constant(numba.types.intp, 8)
+        context.populate_array(out, data=data, shape=cg.pack_array(builder, [context.get_constant(numba.types.intp, size)]),
+                               strides=cg.pack_array(builder, [item]), itemsize=item, meminfo=None)
+        return out._getvalue()
+
+    return arr(n), codegen
+
+
+@numba.extending.intrinsic
 def borrow(typingctx, arr):
     """``arr`` without its reference count: the same data, shape and strides, no owner (null meminfo).
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import cepvec
 from cepvec.errors import CepvecOverflowError
 from cepvec.kernels import linear as K
-from cepvec.kernels.linear import windows
+from cepvec.kernels.linear import chain, windows
 from tests.strategies import examples
 
 
@@ -100,6 +100,73 @@ def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cu
     assert err[0] == 0 and err_inv[0] == 0
     assert slow_inv.tolist() == slow_stack.tolist()
     assert X_inv.tolist() == X_stack.tolist()
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=6),
+       events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
+       w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4))
+def test_the_chain_loop_agrees_with_the_inverse_loop(pattern, events, w, cuts, replay):
+    """``chain.DRIVE_WITHIN_CHAIN[L]`` (the map in registers, rows 0 .. L - 1) against
+    ``_drive_within_inverse`` on plain sequences of 1 to 6 occurrences, types repeating (an event that
+    binds several occurrences), ties, replayed events and carried totals: the same totals, the same
+    segments left to the general loop."""
+    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, [0])
+    bits = chain.chain_bits(PT, v0)
+    assert bits is not None and bits.tolist() == [sum(1 << i for i, ty in enumerate(pattern) if ty == p)
+                                                  for p in range(3)]
+    n_seg = len(seg_lo)
+    seg_pid = np.arange(n_seg, dtype=np.int64)[::-1].copy()  # partitions in another order than segments
+    seg_replay = np.minimum(seg_hi - seg_lo, replay).astype(np.int64)
+    X_inv = np.arange(n_seg * (k + 1), dtype=np.int64).reshape(n_seg, k + 1)
+    X_chain = X_inv.copy()
+    slow_inv = np.zeros(n_seg, np.bool_)
+    slow_chain = np.zeros(n_seg, np.bool_)
+    err = np.zeros(3, np.int64)
+    windows._drive_within_inverse(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0,
+                                  j0, j1, X_inv, err, slow_inv)
+    chain.DRIVE_WITHIN_CHAIN[k](np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, PT, bits, X_chain,
+                                slow_chain)
+    assert err[0] == 0
+    assert slow_chain.tolist() == slow_inv.tolist()
+    assert X_chain.tolist() == X_inv.tolist()
+
+
+def test_only_plain_sequences_take_the_chain_loop():
+    """``chain_bits``: a bit mask per program for count steps ``(i + 1, i)`` from ``e_0``; None for a
+    self-loop (Kleene), a negation's reset, a weight (SUM), a step that skips a row, another start
+    vector, or a sequence longer than ``MAX_CHAIN``."""
+    out = np.array([3])
+    steps = [([(1, 0, -1)], set(), False), ([(2, 1, -1)], set(), False), ([(3, 2, -1)], set(), True)]
+    v0 = np.array([1, 0, 0, 0])
+    assert chain.chain_bits(K.pack_programs(steps, out), v0).tolist() == [1, 2, 4]
+    both = [([(1, 0, -1), (3, 2, -1)], set(), True), steps[1]]  # SEQ(A, B, A): A binds two occurrences
+    assert chain.chain_bits(K.pack_programs(both, out), v0).tolist() == [5, 2]
+    for other in [([(1, 0, -1), (1, 1, -1)], set(), False),  # A+: a self-loop
+                  ([], {1}, False),  # a negation resets row 1
+                  ([(2, 1, 0)], set(), False),  # SUM(B.x): a coefficient from the event
+                  ([(2, 0, -1)], set(), False)]:  # a step from row 0 to row 2
+        assert chain.chain_bits(K.pack_programs([steps[0], other, steps[2]], out), v0) is None
+    assert chain.chain_bits(K.pack_programs(steps, out), np.array([0, 1, 0, 0])) is None
+    assert chain.chain_bits(K.pack_programs(steps, out), np.array([1, 0, 1, 0])) is None
+    n = chain.MAX_CHAIN + 1
+    longer = [([(i + 1, i, -1)], set(), i == n - 1) for i in range(n)]
+    assert chain.chain_bits(K.pack_programs(longer, np.array([n])), np.eye(n + 1, dtype=np.int64)[0]) is None
+
+
+@pytest.mark.parametrize(("per_type", "overflows"), [(1000, False), (1500, True)])
+def test_a_chain_count_past_int64_is_an_error(per_type, overflows):
+    """SEQ of six occurrences over six blocks of ``per_type`` events: ``per_type ** 6`` matches, 10^18
+    (exact) or 1.1·10^19 (past int64: the chain loop leaves the segment to the general loop, which
+    raises). Totals wrap to negative values on the way, which the loop's sign test catches."""
+    n = 6 * per_type
+    df = pl.DataFrame({"type": [*np.repeat(list("ABCDEF"), per_type), "Z"], "time": [*range(n), 10 ** 6]})
+    text = "RETURN COUNT(*) PATTERN SEQ(A, B, C, D, E, F) WITHIN 100000"  # (the Z: a window shorter than the input)
+    if overflows:
+        with pytest.raises(CepvecOverflowError):
+            cepvec.run(text, df)
+    else:
+        assert cepvec.run(text, df)["COUNT(*)"].to_list() == [per_type ** 6]
 
 
 @settings(max_examples=examples(300), deadline=None)

@@ -14,6 +14,7 @@ from .arith import _add, _mul
 from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_INV, F_LEFT, F_RIGHT, HDR, MODE_EMIT, MODE_EMIT_CHANGED,
                         MODE_EMIT_UNBOUNDED,
                         MODE_SLIDE, MODE_WITHIN)
+from .chain import DRIVE_WITHIN_CHAIN, chain_bits
 from .windows import (_drive_emit, _drive_emit_inverse, _drive_slide, _drive_slide_inverse, _drive_vector,
                       _drive_within, _drive_within_inverse, _emit_rows_bound, _emits)
 
@@ -69,8 +70,14 @@ def run_segments(mode, w, s, check,
         slow[:] = True
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
     elif mode == MODE_WITHIN:
-        drive = _drive_within_inverse if inverse else _drive_within
-        drive(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state, err, slow)
+        bits = chain_bits(PT, v0) if inverse else None
+        if bits is not None:  # a plain sequence's counts: the loop with the window's map in registers
+            DRIVE_WITHIN_CHAIN[len(v0) - 1](w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, bits,
+                                            X_state, slow)
+        else:
+            drive = _drive_within_inverse if inverse else _drive_within
+            drive(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state, err,
+                  slow)
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
     elif mode == MODE_EMIT:
         drive = _drive_emit_inverse if inverse else _drive_emit

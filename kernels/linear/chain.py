@@ -1,0 +1,147 @@
+"""WITHIN counts of a plain sequence with the window's map in registers (A-Seq's shape).
+
+``SEQ(E_1, ..., E_L)`` counted under ``WITHIN w``, every program a chain of count steps:
+occurrence ``i`` adds row ``i`` of the state to row ``i + 1`` (triplet ``(i + 1, i, -1)``), the
+start vector is ``e_0`` and the output row is ``L``. Types may repeat (an event that binds
+several occurrences applies their steps highest first) and local predicates may give the
+events of one type different programs; no negation, no Kleene closure, no weights
+(:func:`chain_bits` decides, from the program table).
+
+The loop is that of ``windows._within_inverse``: it keeps the window's map
+``W = M_e ... M_f``; a new event multiplies it on the left (row ``i + 1 +=`` row ``i`` for each of
+its occurrences), an event that leaves the window on the right by its inverse (column
+``i -=`` column ``i + 1``), and an END event adds ``(W v0)[L - 1] = W[L - 1, 0]``, the partial
+matches of its last step, to the partition's total. Only rows and columns ``0 .. L - 1`` are
+kept: row ``L`` (the completed matches) feeds nothing but the total, which the END step reads
+from row ``L - 1``. ``W`` is lower triangular with a unit diagonal, so column ``i`` changes
+only in rows ``i + 1 .. L - 1`` and row ``i + 1`` only in columns ``0 .. i``.
+
+What makes it fast: ``L`` is a compile-time constant (a ``_jit.variant`` per length,
+``DRIVE_WITHIN_CHAIN[L]``, compiled when a query of that length first runs), ``W`` is a stack
+array (``_jit.stack_int64``) whose indices are all constants once the loops are unrolled, so
+LLVM keeps it in registers, and an event's occurrences are applied through masks (bit ``i`` of
+``bits[prog]``), not branches. ``windows._within_inverse`` keeps ``W`` in memory, and each update
+of an element waits on the store of the one before (docs/performance.md, session 39).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import jit, jit_body, stack_int64, variant
+from .constants import F_END, F_INV, HDR, ST_OK, ST_SLOW
+from .windows import _tie_fits
+
+#: The longest sequence with a loop of its own (``W`` of ``L * L`` registers; from about 5 steps
+#: on they spill to the stack, still ahead of the loop over memory); longer ones take
+#: ``windows._within_inverse``.
+MAX_CHAIN = 6
+
+# Compile-time constants of each variant (placeholders here): the sequence's length and L * L.
+L = 3
+LL = 9
+
+
+def chain_bits(PT: np.ndarray, v0: np.ndarray) -> np.ndarray | None:
+    """Per program of ``PT``, the bit mask of the occurrences it binds (bit ``i``: the step
+    ``(i + 1, i, -1)``), when the programs are the count steps of one sequence of ``L = D - 1 <=
+    MAX_CHAIN`` occurrences started at ``e_0``, the END program's only END triplet ``(L, L - 1, -1)``;
+    else None (plain Python, a few programs)."""
+    D = len(v0)
+    k = D - 1
+    if not 1 <= k <= MAX_CHAIN or len(PT) == 0 or v0[0] != 1 or np.count_nonzero(v0) != 1:
+        return None
+    n_prog = int(PT[0])
+    bits = np.zeros(n_prog, np.int64)
+    for p in range(n_prog):
+        o = int(PT[p])
+        flags, n_trip, n_reset, n_end = (int(x) for x in PT[o:o + HDR])
+        trips = PT[o + HDR:o + HDR + 3 * n_trip].reshape(-1, 3)
+        ends = PT[o + HDR + 3 * n_trip + n_reset:o + HDR + 3 * n_trip + n_reset + 3 * n_end].reshape(-1, 3)
+        if not flags & F_INV or n_reset:
+            return None
+        for d, s, wk in trips.tolist():
+            if d != s + 1 or not 0 <= s < k or wk != -1 or bits[p] >> s & 1:
+                return None
+            bits[p] |= 1 << s
+        is_end = bool(bits[p] >> (k - 1) & 1)
+        if is_end != bool(flags & F_END) or ends.tolist() != ([[k, k - 1, -1]] if is_end else []):
+            return None
+    return bits
+
+
+def _chain_loop(w, n, replay_end, ev_time, ev_prog, PT, bits):
+    """WITHIN ``w`` over one segment (``n`` events, the event arrays its slices): the matches that end
+    in it, after the first ``replay_end`` events (carried from an earlier batch: they rebuild the
+    window). Returns ``(status, total)``: ``ST_SLOW`` (total unused) for a tie it cannot run one event
+    after the other (``windows._tie_fits``) or a sum that leaves int64. Every value is a count of
+    matches of a part of the window, never negative, and a sum of two such values that leaves int64
+    wraps to a negative one: the sign bits of the sums, OR-ed and tested once at the end, find every
+    overflow (the values after one are garbage, and dropped); the subtractions cannot overflow."""
+    W = stack_int64(LL)
+    for i in range(LL):
+        W[i] = 0
+    for i in range(L):
+        W[i * L + i] = 1
+    total = np.int64(0)
+    ovf = np.int64(0)
+    f = 0
+    for e in range(n):
+        t = ev_time[e]
+        p = ev_prog[e]
+        if e > 0 and t == ev_time[e - 1] and not _tie_fits(PT, ev_prog[e - 1], p):
+            return ST_SLOW, total
+        bound = t - w
+        while f < e and ev_time[f] <= bound:  # W <- W M_f^-1, steps highest first (column L - 1 stays)
+            bf = bits[ev_prog[f]]
+            for s in range(L - 2, -1, -1):
+                m = (bf >> s) & 1
+                for r in range(s + 1, L):
+                    W[r * L + s] -= W[r * L + s + 1] * m
+            f += 1
+        b = bits[p]
+        total += W[(L - 1) * L] * ((b >> (L - 1)) & 1) * np.int64(e >= replay_end)  # an END event's matches
+        ovf |= total
+        for s in range(L - 2, -1, -1):  # W <- M_e W, steps highest first (row L is not kept)
+            m = (b >> s) & 1
+            for c in range(s + 1):
+                us = W[(s + 1) * L + c] + W[s * L + c] * m
+                ovf |= us
+                W[(s + 1) * L + c] = us
+    return (ST_SLOW if ovf < 0 else ST_OK), total
+
+
+def _drive_within_chain(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, bits, X_state, slow):
+    """WITHIN counts of a sequence of ``L`` occurrences: each segment's matches added to its
+    partition's total ``X_state[pid, L]``; the segments the loop leaves (and one whose total would
+    leave int64) marked in ``slow`` for the general loop, their totals untouched."""
+    for sg in range(seg_lo.shape[0]):
+        lo = seg_lo[sg]
+        hi = seg_hi[sg]
+        status, total = _chain(w, hi - lo, seg_replay[sg], ev_time[lo:hi], ev_prog[lo:hi], PT, bits)
+        pid = seg_pid[sg]
+        a = X_state[pid, L]
+        us = a + total
+        if status != ST_OK or ((a ^ us) & (total ^ us)) < 0:
+            slow[sg] = True
+        else:
+            X_state[pid, L] = us
+
+
+_chain = None  # each driver variant binds its own loop
+
+
+def _driver(k: int):
+    loop = jit_body(variant(_chain_loop, f"_chain_loop{k}", L=k, LL=k * k))
+    return jit(variant(_drive_within_chain, f"_drive_within_chain{k}", _chain=loop, L=k))
+
+
+# one driver per length, bound to its name (the name of its cache index); compiled on first use
+_drive_within_chain1 = _driver(1)
+_drive_within_chain2 = _driver(2)
+_drive_within_chain3 = _driver(3)
+_drive_within_chain4 = _driver(4)
+_drive_within_chain5 = _driver(5)
+_drive_within_chain6 = _driver(6)
+DRIVE_WITHIN_CHAIN = (None, _drive_within_chain1, _drive_within_chain2, _drive_within_chain3,
+                      _drive_within_chain4, _drive_within_chain5, _drive_within_chain6)

@@ -191,6 +191,65 @@ class SeqABCTypes:
     track_aseq_events_per_s.unit = "events/s"
 
 
+class SeqABCChain:
+    """The WITHIN count of ``SEQ(A, B, C)`` at 10^6 events, 10 ids, on the chain loop
+    (``kernels/linear/chain.py``: the window's map in registers; ``time_chain``) against the same
+    run on the inverse loop over the map in memory it replaced (``windows._within_inverse``,
+    ``time_inverse``: ``chain_bits`` switched off), both distributions, String and Categorical types.
+    ``track_*_one_core``: events/s with the whole process confined to one core (``threads._pin``), the
+    issue's "25 M events/s on one core"; the ``time_*`` runs take every core."""
+
+    params = [[1_000_000], ["string", "categorical"], list(DISTRIBUTIONS)]
+    param_names = ["n_events", "types", "data"]
+    timeout = 600
+
+    def setup(self, n_events, types, data):
+        from cepvec.kernels.linear import run as linear_run
+
+        events = DISTRIBUTIONS[data](n_events, 10)
+        dtype = pl.Categorical if types == "categorical" else pl.String
+        self.events = events.with_columns(pl.col("type").cast(pl.String).cast(dtype))
+        self.query = cepvec.compile(QUERY.format(w=50))
+        self.run_module, self.chain_bits = linear_run, linear_run.chain_bits
+        self.time_chain(n_events, types, data)
+        self.time_inverse(n_events, types, data)
+
+    def time_chain(self, n_events, types, data):
+        cepvec.run(self.query, self.events)
+
+    def time_inverse(self, n_events, types, data):
+        self.run_module.chain_bits = lambda PT, v0: None
+        try:
+            cepvec.run(self.query, self.events)
+        finally:
+            self.run_module.chain_bits = self.chain_bits
+
+    def _one_core(self, fn):
+        import os
+
+        from .threads import _pin
+
+        cpus = os.sched_getaffinity(0)
+        _pin({min(cpus)})
+        try:
+            return fn()
+        finally:
+            _pin(cpus)
+
+    def track_chain_events_per_s_one_core(self, n_events, types, data):
+        return self._one_core(lambda: _events_per_s(self.query, self.events))
+
+    def track_inverse_events_per_s_one_core(self, n_events, types, data):
+        self.run_module.chain_bits = lambda PT, v0: None
+        try:
+            return self._one_core(lambda: _events_per_s(self.query, self.events))
+        finally:
+            self.run_module.chain_bits = self.chain_bits
+
+    track_chain_events_per_s_one_core.unit = "events/s"
+    track_inverse_events_per_s_one_core.unit = "events/s"
+
+
 class SeqABCEmit:
     """``... GROUP-BY id WITHIN 50 EMIT CHANGES`` (a row per id at each END time) at 10^6 events, on
     both distributions, String and Categorical types. ``time_emit``: the count's inverse loop

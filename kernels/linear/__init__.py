@@ -34,6 +34,8 @@ Modules, by role:
 * ``arith.py``: int64 (checked) / float64 / order-semiring arithmetic, ``@overload`` stubs;
 * ``apply.py``: applying programs to a state (rows, dots, in place or generic);
 * ``windows.py``: per-mode fast loops (WITHIN, EMIT, SLIDE, vector) and their drivers;
+* ``chain.py``: the WITHIN count of a plain sequence with the window's map in registers (a driver
+  per sequence length);
 * ``run.py``: :func:`run_segments` (the entry point) and the general loop ``_run_general``;
 * ``programs.py``: the program table (:func:`pack_programs`);
 * ``encode.py``: input preparation (events, carried state, emit schedules, ranks, string

@@ -18,7 +18,9 @@ Counts (every program ``F_INV``, int64 state) take the inverse loops instead,
 :func:`_within_inverse`, :func:`_emit_inverse` and :func:`_slide_inverse`: variants of the
 sources of :func:`_within_fast`, :func:`_emit_fast` and :func:`_slide_fast` with the global
 ``INVERSE`` true, which keep the
-window's map and remove an event by its inverse (no queue; docs/algorithms.md section 2).
+window's map and remove an event by its inverse (no queue; docs/algorithms.md section 2). The WITHIN
+count of a plain sequence of at most ``chain.MAX_CHAIN`` occurrences keeps that map in registers
+instead (``chain.py``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import cepvec
 from cepvec.errors import CepvecOverflowError
 from cepvec.kernels import linear as K
-from cepvec.kernels.linear import chain, windows
+from cepvec.kernels.linear import chain, run as linear_run, windows
 from tests.strategies import examples
 
 
@@ -105,12 +105,15 @@ def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cu
 @settings(max_examples=examples(300), deadline=None)
 @given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=6),
        events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
-       w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4))
-def test_the_chain_loop_agrees_with_the_inverse_loop(pattern, events, w, cuts, replay):
-    """``chain.DRIVE_WITHIN_CHAIN[L]`` (the map in registers, rows 0 .. L - 1) against
-    ``_drive_within_inverse`` on plain sequences of 1 to 6 occurrences, types repeating (an event that
-    binds several occurrences), ties, replayed events and carried totals: the same totals, the same
-    segments left to the general loop."""
+       w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_the_chain_loop_agrees_with_the_inverse_loop(pattern, events, w, cuts, replay, seed):
+    """``chain.DRIVE_WITHIN_CHAIN[L]`` (the map in registers, rows 0 .. L - 1) against ``run_segments``
+    without it (the inverse loop, and the general loop for the ties it cannot take) on plain sequences
+    of 1 to 6 occurrences, types repeating (an event that binds several occurrences), replayed events
+    and carried totals. The chain loop gets each tie in a random order (its segments with ties apply a
+    time stamp's events as one map), the reference the tie sort's order: the same totals, and no
+    segment left to the general loop."""
     PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, [0])
     bits = chain.chain_bits(PT, v0)
     assert bits is not None and bits.tolist() == [sum(1 << i for i, ty in enumerate(pattern) if ty == p)
@@ -118,18 +121,27 @@ def test_the_chain_loop_agrees_with_the_inverse_loop(pattern, events, w, cuts, r
     n_seg = len(seg_lo)
     seg_pid = np.arange(n_seg, dtype=np.int64)[::-1].copy()  # partitions in another order than segments
     seg_replay = np.minimum(seg_hi - seg_lo, replay).astype(np.int64)
-    X_inv = np.arange(n_seg * (k + 1), dtype=np.int64).reshape(n_seg, k + 1)
-    X_chain = X_inv.copy()
-    slow_inv = np.zeros(n_seg, np.bool_)
-    slow_chain = np.zeros(n_seg, np.bool_)
-    err = np.zeros(3, np.int64)
-    windows._drive_within_inverse(np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, ev_w, PT, v0,
-                                  j0, j1, X_inv, err, slow_inv)
-    chain.DRIVE_WITHIN_CHAIN[k](np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, prog, PT, bits, X_chain,
-                                slow_chain)
-    assert err[0] == 0
-    assert slow_chain.tolist() == slow_inv.tolist()
-    assert X_chain.tolist() == X_inv.tolist()
+    for i, lo in enumerate(seg_lo):  # carried events precede the batch's first time stamp: none is a tie's part
+        while 0 < seg_replay[i] < seg_hi[i] - lo and t[lo + seg_replay[i]] == t[lo + seg_replay[i] - 1]:
+            seg_replay[i] -= 1
+    X_ref = np.arange(n_seg * (k + 1), dtype=np.int64).reshape(n_seg, k + 1)
+    X_chain = X_ref.copy()
+    none = np.zeros(n_seg, np.int64)
+    args = (np.zeros(0, np.int64), np.int64(0), t, prog, ev_w, PT, v0, np.array([k]))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(linear_run, "chain_bits", lambda PT, v0: None)
+        linear_run.run_segments(K.MODE_WITHIN, w, 1, True, seg_lo, seg_hi, seg_pid, seg_replay, none, none, *args,
+                                X_ref, np.zeros(n_seg, np.int64), np.zeros(3, np.int64))
+    shuffled = prog.copy()
+    rng = np.random.default_rng(seed)
+    for lo, hi in zip(seg_lo, seg_hi):  # each run of equal times in a random order
+        for tv in np.unique(t[lo:hi]):
+            idx = lo + np.flatnonzero(t[lo:hi] == tv)
+            shuffled[idx] = shuffled[rng.permutation(idx)]
+    slow = np.zeros(n_seg, np.bool_)
+    chain.DRIVE_WITHIN_CHAIN[k](np.int64(w), seg_lo, seg_hi, seg_pid, seg_replay, t, shuffled, bits, X_chain, slow)
+    assert not slow.any()
+    assert X_chain.tolist() == X_ref.tolist()
 
 
 def test_only_plain_sequences_take_the_chain_loop():
@@ -154,13 +166,16 @@ def test_only_plain_sequences_take_the_chain_loop():
     assert chain.chain_bits(K.pack_programs(longer, np.array([n])), np.eye(n + 1, dtype=np.int64)[0]) is None
 
 
+@pytest.mark.parametrize("tie", [1, 2, 4])
 @pytest.mark.parametrize(("per_type", "overflows"), [(1000, False), (1500, True)])
-def test_a_chain_count_past_int64_is_an_error(per_type, overflows):
-    """SEQ of six occurrences over six blocks of ``per_type`` events: ``per_type ** 6`` matches, 10^18
-    (exact) or 1.1·10^19 (past int64: the chain loop leaves the segment to the general loop, which
-    raises). Totals wrap to negative values on the way, which the loop's sign test catches."""
+def test_a_chain_count_past_int64_is_an_error(per_type, overflows, tie):
+    """SEQ of six occurrences over six blocks of ``per_type`` events, ``tie`` events per time stamp:
+    ``per_type ** 6`` matches, 10^18 (exact) or 1.1·10^19 (past int64: the chain loop leaves the
+    segment to the general loop, which raises). Totals wrap to negative values on the way, which the
+    loop's sign test catches; with ties (the group loop) the products of a count and a value too."""
     n = 6 * per_type
-    df = pl.DataFrame({"type": [*np.repeat(list("ABCDEF"), per_type), "Z"], "time": [*range(n), 10 ** 6]})
+    df = pl.DataFrame({"type": [*np.repeat(list("ABCDEF"), per_type), "Z"],
+                       "time": [*(i // tie for i in range(n)), 10 ** 6]})
     text = "RETURN COUNT(*) PATTERN SEQ(A, B, C, D, E, F) WITHIN 100000"  # (the Z: a window shorter than the input)
     if overflows:
         with pytest.raises(CepvecOverflowError):
@@ -252,3 +267,15 @@ def test_a_later_part_of_the_pattern_that_leaves_int64_raises_without_a_match():
     with pytest.raises(CepvecOverflowError):
         cepvec.run(q, df)
     assert cepvec.run(q, df, numeric="float64").height == 0
+
+
+def test_a_tie_whose_product_wraps_past_int64_is_an_error():
+    """Four END events of one time stamp after 5 405^5 (just above 2^62) partial matches: the group
+    loop adds 4 x 5 405^5, which wraps to a small positive int64 (no negative sum shows it); its float
+    test on the product sends the segment to the general loop, which raises."""
+    m = 5405
+    types = [*np.repeat(list("ABCDE"), m), "F", "F", "F", "F", "Z"]
+    times = [*range(5 * m), 5 * m, 5 * m, 5 * m, 5 * m, 10 ** 6]
+    df = pl.DataFrame({"type": types, "time": times})
+    with pytest.raises(CepvecOverflowError):
+        cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, B, C, D, E, F) WITHIN 100000", df)

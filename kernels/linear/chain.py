@@ -5,7 +5,7 @@ occurrence ``i`` adds row ``i`` of the state to row ``i + 1`` (triplet ``(i + 1,
 start vector is ``e_0`` and the output row is ``L``. Types may repeat (an event that binds
 several occurrences applies their steps highest first) and local predicates may give the
 events of one type different programs; no negation, no Kleene closure, no weights
-(:func:`chain_bits` decides, from the program table).
+(:func:`chain_bits` decides, from the program table). Ties may come in any order.
 
 The loop is that of ``windows._within_inverse``: it keeps the window's map
 ``W = M_e ... M_f``; a new event multiplies it on the left (row ``i + 1 +=`` row ``i`` for each of
@@ -15,6 +15,9 @@ matches of its last step, to the partition's total. Only rows and columns ``0 ..
 kept: row ``L`` (the completed matches) feeds nothing but the total, which the END step reads
 from row ``L - 1``. ``W`` is lower triangular with a unit diagonal, so column ``i`` changes
 only in rows ``i + 1 .. L - 1`` and row ``i + 1`` only in columns ``0 .. i``.
+
+A segment with ties takes :func:`_chain_group_loop`, which applies the events of a time stamp as one
+map and so needs no tie order (the linear path skips ``order_ties`` for these queries).
 
 What makes it fast: ``L`` is a compile-time constant (a ``_jit.variant`` per length,
 ``DRIVE_WITHIN_CHAIN[L]``, compiled when a query of that length first runs), ``W`` is a stack
@@ -30,7 +33,6 @@ import numpy as np
 
 from .._jit import jit, jit_body, stack_int64, variant
 from .constants import F_END, F_INV, HDR, ST_OK, ST_SLOW
-from .windows import _tie_fits
 
 #: The longest sequence with a loop of its own (``W`` of ``L * L`` registers; from about 5 steps
 #: on they spill to the stack, still ahead of the loop over memory); longer ones take
@@ -70,14 +72,14 @@ def chain_bits(PT: np.ndarray, v0: np.ndarray) -> np.ndarray | None:
     return bits
 
 
-def _chain_loop(w, n, replay_end, ev_time, ev_prog, PT, bits):
-    """WITHIN ``w`` over one segment (``n`` events, the event arrays its slices): the matches that end
-    in it, after the first ``replay_end`` events (carried from an earlier batch: they rebuild the
-    window). Returns ``(status, total)``: ``ST_SLOW`` (total unused) for a tie it cannot run one event
-    after the other (``windows._tie_fits``) or a sum that leaves int64. Every value is a count of
-    matches of a part of the window, never negative, and a sum of two such values that leaves int64
-    wraps to a negative one: the sign bits of the sums, OR-ed and tested once at the end, find every
-    overflow (the values after one are garbage, and dropped); the subtractions cannot overflow."""
+def _chain_loop(w, n, replay_end, ev_time, ev_prog, bits):
+    """WITHIN ``w`` over one segment without ties (``n`` events, the event arrays its slices): the
+    matches that end in it, after the first ``replay_end`` events (carried from an earlier batch:
+    they rebuild the window). Returns ``(status, total)``: ``ST_SLOW`` (total unused) for a sum that
+    leaves int64. Every value is a count of matches of a part of the window, never negative, and a sum
+    of two such values that leaves int64 wraps to a negative one: the sign bits of the sums, OR-ed and
+    tested once at the end, find every overflow (the values after one are garbage, and dropped); the
+    subtractions cannot overflow."""
     W = stack_int64(LL)
     for i in range(LL):
         W[i] = 0
@@ -87,11 +89,7 @@ def _chain_loop(w, n, replay_end, ev_time, ev_prog, PT, bits):
     ovf = np.int64(0)
     f = 0
     for e in range(n):
-        t = ev_time[e]
-        p = ev_prog[e]
-        if e > 0 and t == ev_time[e - 1] and not _tie_fits(PT, ev_prog[e - 1], p):
-            return ST_SLOW, total
-        bound = t - w
+        bound = ev_time[e] - w
         while f < e and ev_time[f] <= bound:  # W <- W M_f^-1, steps highest first (column L - 1 stays)
             bf = bits[ev_prog[f]]
             for s in range(L - 2, -1, -1):
@@ -99,7 +97,7 @@ def _chain_loop(w, n, replay_end, ev_time, ev_prog, PT, bits):
                 for r in range(s + 1, L):
                     W[r * L + s] -= W[r * L + s + 1] * m
             f += 1
-        b = bits[p]
+        b = bits[ev_prog[e]]
         total += W[(L - 1) * L] * ((b >> (L - 1)) & 1) * np.int64(e >= replay_end)  # an END event's matches
         ovf |= total
         for s in range(L - 2, -1, -1):  # W <- M_e W, steps highest first (row L is not kept)
@@ -111,14 +109,80 @@ def _chain_loop(w, n, replay_end, ev_time, ev_prog, PT, bits):
     return (ST_SLOW if ovf < 0 else ST_OK), total
 
 
-def _drive_within_chain(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, PT, bits, X_state, slow):
+def _chain_group_loop(w, n, replay_end, ev_time, ev_prog, bits):
+    """:func:`_chain_loop` for a segment with ties, whatever their order: the events of one time stamp
+    never see each other, so their map is ``I + sum N_e = prod_i (I + c_i E_i)`` (``c_i`` of them take
+    step ``i``; lowest step on the left, no cross terms), applied as one when the group closes (its END
+    events read the window before it), and removed as one when the window's start passes its time
+    (``W <- W prod_i (I - c_i E_i)``, highest step first). ``order_ties`` is not needed. A product
+    ``c_i x`` can leave int64 without a negative sum: it is tested in float64 (at 4·10^18, below
+    int64's 9.2·10^18: a larger value goes to the general loop, which is exact)."""
+    W = stack_int64(LL)
+    C = stack_int64(L)  # the open group: C[i] events of step i (i < L - 1), C[L - 1] END events past replay_end
+    for i in range(LL):
+        W[i] = 0
+    for i in range(L):
+        W[i * L + i] = 1
+        C[i] = 0
+    total = np.int64(0)
+    ovf = np.int64(0)
+    big = False
+    f = 0
+    t_open = ev_time[0] if n > 0 else np.int64(0)
+    for e in range(n + 1):
+        t = ev_time[e] if e < n else t_open + 1
+        if t != t_open:  # close the open group: its END events' matches, then W <- G W
+            x = W[(L - 1) * L]
+            big |= np.float64(C[L - 1]) * np.float64(x) >= 4.0e18
+            total += C[L - 1] * x
+            ovf |= total
+            for s in range(L - 2, -1, -1):
+                for c in range(s + 1):
+                    x = W[s * L + c]
+                    big |= np.float64(C[s]) * np.float64(x) >= 4.0e18
+                    us = W[(s + 1) * L + c] + C[s] * x
+                    ovf |= us
+                    W[(s + 1) * L + c] = us
+            if e == n:
+                break
+            for s in range(L):
+                C[s] = 0
+            t_open = t
+            bound = t - w
+            while f < e and ev_time[f] <= bound:  # W <- W G_f^-1, a group at a time (in C[:L - 1])
+                tg = ev_time[f]
+                while f < e and ev_time[f] == tg:
+                    bf = bits[ev_prog[f]]
+                    for s in range(L - 1):
+                        C[s] += (bf >> s) & 1
+                    f += 1
+                for s in range(L - 2, -1, -1):
+                    for r in range(s + 1, L):
+                        W[r * L + s] -= W[r * L + s + 1] * C[s]
+                for s in range(L - 1):
+                    C[s] = 0
+        b = bits[ev_prog[e]]
+        for s in range(L - 1):
+            C[s] += (b >> s) & 1
+        C[L - 1] += ((b >> (L - 1)) & 1) * np.int64(e >= replay_end)
+    return (ST_SLOW if ovf < 0 or big else ST_OK), total
+
+
+def _drive_within_chain(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, bits, X_state, slow):
     """WITHIN counts of a sequence of ``L`` occurrences: each segment's matches added to its
-    partition's total ``X_state[pid, L]``; the segments the loop leaves (and one whose total would
-    leave int64) marked in ``slow`` for the general loop, their totals untouched."""
+    partition's total ``X_state[pid, L]`` (:func:`_chain_loop`, or :func:`_chain_group_loop` for a
+    segment with ties); a segment whose sums leave int64 is marked in ``slow`` for the general loop,
+    its total untouched."""
     for sg in range(seg_lo.shape[0]):
         lo = seg_lo[sg]
         hi = seg_hi[sg]
-        status, total = _chain(w, hi - lo, seg_replay[sg], ev_time[lo:hi], ev_prog[lo:hi], PT, bits)
+        ties = False
+        for e in range(lo + 1, hi):
+            ties |= ev_time[e] == ev_time[e - 1]
+        if ties:
+            status, total = _chain_group(w, hi - lo, seg_replay[sg], ev_time[lo:hi], ev_prog[lo:hi], bits)
+        else:
+            status, total = _chain(w, hi - lo, seg_replay[sg], ev_time[lo:hi], ev_prog[lo:hi], bits)
         pid = seg_pid[sg]
         a = X_state[pid, L]
         us = a + total
@@ -128,12 +192,13 @@ def _drive_within_chain(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog
             X_state[pid, L] = us
 
 
-_chain = None  # each driver variant binds its own loop
+_chain = _chain_group = None  # each driver variant binds its own loops
 
 
 def _driver(k: int):
     loop = jit_body(variant(_chain_loop, f"_chain_loop{k}", L=k, LL=k * k))
-    return jit(variant(_drive_within_chain, f"_drive_within_chain{k}", _chain=loop, L=k))
+    group = jit_body(variant(_chain_group_loop, f"_chain_group_loop{k}", L=k, LL=k * k))
+    return jit(variant(_drive_within_chain, f"_drive_within_chain{k}", _chain=loop, _chain_group=group, L=k))
 
 
 # one driver per length, bound to its name (the name of its cache index); compiled on first use

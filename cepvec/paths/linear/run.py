@@ -454,9 +454,13 @@ class LinearStream(Partitions):
         tail = (emit_times, np.int64(limit), ev_t, ev_prog, ev_w, self.PT, v0, self.plan.out_rows,
                 self.X, self.next_k)
 
+        # a plain sequence's WITHIN count takes the chain loop, which runs ties in any order
+        order_ties = self.order_ties and not (self.mode == K.MODE_WITHIN and self.state == "int64"
+                                              and K.chain_bits(self.PT, v0) is not None)
+
         def run(r):
             a, b = r
-            if self.order_ties and b > a and _has_ties(ev_t[seg_lo[a]:seg_hi[b - 1]]):
+            if order_ties and b > a and _has_ties(ev_t[seg_lo[a]:seg_hi[b - 1]]):
                 if seg_hi[b - 1] - seg_lo[a] < _jit.NUMPY_BELOW:
                     _order_ties_numpy(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
                 elif K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):

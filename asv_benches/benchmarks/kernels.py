@@ -191,6 +191,12 @@ class SeqABCTypes:
     track_aseq_events_per_s.unit = "events/s"
 
 
+def _typed_events(n_events: int, types: str, data: str) -> pl.DataFrame:
+    """``DISTRIBUTIONS[data]`` with 10 ids, the type column as String or Categorical."""
+    dtype = pl.Categorical if types == "categorical" else pl.String
+    return DISTRIBUTIONS[data](n_events, 10).with_columns(pl.col("type").cast(pl.String).cast(dtype))
+
+
 class SeqABCChain:
     """The WITHIN count of ``SEQ(A, B, C)`` at 10^6 events, 10 ids, on the chain loop
     (``kernels/linear/chain.py``: the window's map in registers; ``time_chain``) against the same
@@ -206,9 +212,7 @@ class SeqABCChain:
     def setup(self, n_events, types, data):
         from cepvec.kernels.linear import run as linear_run
 
-        events = DISTRIBUTIONS[data](n_events, 10)
-        dtype = pl.Categorical if types == "categorical" else pl.String
-        self.events = events.with_columns(pl.col("type").cast(pl.String).cast(dtype))
+        self.events = _typed_events(n_events, types, data)
         self.query = cepvec.compile(QUERY.format(w=50))
         self.run_module, self.chain_bits = linear_run, linear_run.chain_bits
         self.time_chain(n_events, types, data)
@@ -264,9 +268,7 @@ class SeqABCEmit:
     def setup(self, n_events, types, data):
         from cepvec.kernels.linear import run as linear_run, windows
 
-        events = DISTRIBUTIONS[data](n_events, 10)
-        dtype = pl.Categorical if types == "categorical" else pl.String
-        self.events = events.with_columns(pl.col("type").cast(pl.String).cast(dtype))
+        self.events = _typed_events(n_events, types, data)
         self.emit = cepvec.compile(QUERY.format(w=50) + " EMIT CHANGES")
         self.within = cepvec.compile(QUERY.format(w=50))
         self.run_module, self.inverse, self.two_stack = linear_run, windows._drive_emit_inverse, windows._drive_emit

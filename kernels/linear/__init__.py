@@ -56,6 +56,5 @@ from .encode import (carry_index, combine_bits, count_events, emit_schedule,
                      encode_programs, fill_carry, fill_events, lut_codes_count, order_long_ties, order_ties,
                      rank_histogram, rank_place, rank_scatter, segment_emit_schedule, view_codes, view_codes_count, view_hash,
                      view_words)
-from .chain import chain_bits
 from .programs import pack_programs, tie_ranks
-from .run import run_segments
+from .run import chain_within, run_segments

@@ -70,7 +70,7 @@ def run_segments(mode, w, s, check,
         slow[:] = True
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
     elif mode == MODE_WITHIN:
-        bits = chain_bits(PT, v0) if inverse else None
+        bits = chain_within(mode, PT, v0)
         if bits is not None:  # a plain sequence's counts: the loop with the window's map in registers
             DRIVE_WITHIN_CHAIN[len(v0) - 1](w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, bits, X_state,
                                             slow)
@@ -107,6 +107,15 @@ def run_segments(mode, w, s, check,
     if not len(outs[0]):
         return g
     return tuple(np.concatenate([a, b]) for a, b in zip(outs, g))
+
+
+def chain_within(mode, PT, v0) -> np.ndarray | None:
+    """The program bits of ``chain.py``'s loop when :func:`run_segments` takes it for these arguments
+    (the WITHIN count of a plain sequence, int64 state), else None. The linear path asks before it
+    orders ties: that loop takes them in any order."""
+    if mode != MODE_WITHIN or v0.dtype != np.int64 or not _all_inverse(PT):
+        return None
+    return chain_bits(PT, v0)
 
 
 def _all_inverse(PT) -> bool:

@@ -455,8 +455,7 @@ class LinearStream(Partitions):
                 self.X, self.next_k)
 
         # a plain sequence's WITHIN count takes the chain loop, which runs ties in any order
-        order_ties = self.order_ties and not (self.mode == K.MODE_WITHIN and self.state == "int64"
-                                              and K.chain_bits(self.PT, v0) is not None)
+        order_ties = self.order_ties and K.chain_within(args[0], self.PT, v0) is None
 
         def run(r):
             a, b = r

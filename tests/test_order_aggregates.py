@@ -227,3 +227,31 @@ def test_the_streams_of_a_query_number_partitions_once(monkeypatch, types):
         got = run_engine(q, prepare(q, df), "aseq", batches=cuts).to_dicts()
         assert rows_differ(got, want) is None
         assert sum(numbered) == sum(typed) == len(df), cuts
+
+
+@pytest.mark.parametrize("window", ["WITHIN 3", "WITHIN 3 SLIDE 2", "WITHIN 3 EMIT CHANGES"])
+@pytest.mark.parametrize("aggs", ["COUNT(*), SUM(B.x), AVG(A.x)", "COUNT(*), MIN(A.x), MAX(B.x)"])
+def test_each_stream_keeps_only_the_rows_it_computes(monkeypatch, window, aggs):
+    """A query of several streams has every component's rows in its plan; each stream keeps the rows
+    its own components reach from the start vector (``paths/linear/run.py::_stream_rows``: here 7 of
+    15 rows for each stream of the sums and the non-null counts, 4 and 6 of 9 for the count and the
+    MIN / MAX), and the components another stream answers read a row that stays 0. The rows are the
+    reference's."""
+    import cepvec.paths.linear.run as LR
+
+    seen = []
+    build = LR.build_output_frame
+    monkeypatch.setattr(LR, "build_output_frame", lambda q, prep, plan, streams, *a: seen.append((plan, streams))
+                        or build(q, prep, plan, streams, *a))
+    df = _frame(3, pl.Float64)
+    text = f"RETURN sid, {aggs} PATTERN SEQ(A, B) GROUP-BY sid {window}"
+    q = cepvec.compile(text)
+    got = run_engine(q, prepare(q, df), "aseq", batches=[len(df) // 2]).to_dicts()
+    assert rows_differ(got, cepvec.run(q, df, engine="reference").to_dicts()) is None
+    (plan, streams), = seen
+    assert len(streams) == 2 and all(st.D < plan.D for st in streams), [st.D for st in streams]
+    for st in streams:
+        cells = st.result_cells()
+        assert len(cells) and (cells["__v0"] != 0).any()  # the count of matches, in every stream
+        for j in st.zero_components:  # output row 1 + j is component j's
+            assert (cells[f"__v{j + 1}"] == 0).all(), (st.state, j)

@@ -62,7 +62,8 @@ class LinearStream(Partitions):
             self.mode = K.MODE_EMIT_UNBOUNDED
         self.dtype = STATE_DTYPES[state]
         Partitions.__init__(self, self.q, key_schema)
-        self.X = np.zeros((0, plan.D), self.dtype)
+        self.row_of, self.D, self.v0_rows, self.out_rows = _stream_rows(plan, zero_components)
+        self.X = np.zeros((0, self.D), self.dtype)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict[str, np.ndarray] | None = None
         self.held: tuple[pl.DataFrame, np.ndarray] | None = None
@@ -170,13 +171,15 @@ class LinearStream(Partitions):
                             if j in self.zero_components:
                                 continue  # weight 0: no contribution
                             j = -1 if comps[j].kind == "count" else wcol[j]
-                        trips.append((d, s, j))
+                        if self.row_of[s] >= 0:  # (a row the stream does not keep is always 0)
+                            trips.append((int(self.row_of[d]), int(self.row_of[s]), j))
             rows: set[int] = set()
             for bit in range(len(plan.neg_ids)):
                 if (g >> bit) & 1:
-                    rows.update(plan.neg_rows[plan.neg_ptr[bit]:plan.neg_ptr[bit + 1]].tolist())
+                    rows.update(int(self.row_of[r]) for r in plan.neg_rows[plan.neg_ptr[bit]:plan.neg_ptr[bit + 1]]
+                                if self.row_of[r] >= 0)
             progs.append((trips, rows, bool(b & self.end_bit)))
-        self.PT = K.pack_programs(progs, plan.out_rows)
+        self.PT = K.pack_programs(progs, self.out_rows)
         self.prog_flags = self.PT[self.PT[:len(progs)]].copy()
         # ties of several programs run in place once sorted by tie rank (kernels: order_ties)
         self.order_ties = len(progs) > 1 and bool(np.any(self.prog_flags >> K.TIE_SHIFT))
@@ -204,7 +207,7 @@ class LinearStream(Partitions):
 
     def _v0(self) -> np.ndarray:
         """The initial state vector in this stream's semiring (its ones are the semiring's one)."""
-        v0 = self.plan.v0.astype(self.dtype)
+        v0 = self.v0_rows.astype(self.dtype)
         if self.state == "order":
             v0[v0 != 0] = ORDER_ONE
         return v0
@@ -212,7 +215,7 @@ class LinearStream(Partitions):
     def _grow(self, n: int):
         if n > self.X.shape[0]:
             n2 = max(n, 2 * self.X.shape[0])
-            X = np.zeros((n2, self.plan.D), self.dtype)
+            X = np.zeros((n2, self.D), self.dtype)
             X[: self.X.shape[0]] = self.X
             if self.mode in (K.MODE_NONE, K.MODE_EMIT_UNBOUNDED):
                 X[self.X.shape[0]:] = self._v0()
@@ -287,8 +290,7 @@ class LinearStream(Partitions):
         elif self.carry is not None:
             self._process(None, None, _BIG)
         if self.mode in (K.MODE_NONE, K.MODE_WITHIN):
-            rows = self.plan.out_rows
-            vals = self.X[: len(self.keys), rows]
+            vals = self.X[: len(self.keys), self.out_rows]
             nz = np.nonzero(vals[:, 0])[0]
             self.outputs.append((nz.astype(np.int64), np.zeros(len(nz), np.int64), vals[nz]))
         if self._changes():
@@ -310,7 +312,7 @@ class LinearStream(Partitions):
         under a partition of the group) from the partitions' rows where their totals changed: each
         partition's changes (its rows in time order, less its previous row), then per group a running
         sum over the changes and the emit times in time order, read at the emit times."""
-        ncol = len(self.plan.out_rows)
+        ncol = len(self.out_rows)
         if not self.outputs:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncol), self.dtype)
         pid, key, val = (np.concatenate([o[i] for o in self.outputs]) for i in range(3))
@@ -444,14 +446,14 @@ class LinearStream(Partitions):
         elif emit:  # without WITHIN a partition's matches count at every later emit time (state carries over)
             emit_lo = ptr[gop[seg_pid]]
             emit_hi = ptr[gop[seg_pid] + 1]
-            check_emit_rows(self.q, int(np.sum(emit_hi - emit_lo)), 16 + 8 * len(self.plan.out_rows), len(seg_pid))
+            check_emit_rows(self.q, int(np.sum(emit_hi - emit_lo)), 16 + 8 * len(self.out_rows), len(seg_pid))
         else:
             emit_lo = emit_hi = np.zeros(len(seg_pid), np.int64)
             emit_times = np.zeros(0, np.int64)
         v0 = self._v0()
         args = (K.MODE_EMIT_CHANGED if self._changes() else self.mode, int(self.w or 0), int(self.s or 1),
                 self.state == "int64")
-        tail = (emit_times, np.int64(limit), ev_t, ev_prog, ev_w, self.PT, v0, self.plan.out_rows,
+        tail = (emit_times, np.int64(limit), ev_t, ev_prog, ev_w, self.PT, v0, self.out_rows,
                 self.X, self.next_k)
 
         # a plain sequence's WITHIN count takes the chain loop, which runs ties in any order
@@ -552,11 +554,11 @@ class LinearStream(Partitions):
         """The cells as the kernel wrote them: chunks of ``(pid, key, values, no float values)`` and
         the names of the value columns (``runtime/output.py::chunks_in_rank_order``)."""
         chunks = [(pid, key, val, np.zeros((len(pid), 0), np.float64)) for pid, key, val in self.outputs]
-        return chunks, [f"__v{j}" for j in range(len(self.plan.out_rows))], []
+        return chunks, [f"__v{j}" for j in range(len(self.out_rows))], []
 
     def result_cells(self) -> pl.DataFrame:
         """One row per (partition, key) with the output rows as columns v0..vk."""
-        ncol = len(self.plan.out_rows)
+        ncol = len(self.out_rows)
         if self.outputs:
             pid = np.concatenate([o[0] for o in self.outputs])
             key = np.concatenate([o[1] for o in self.outputs])
@@ -623,6 +625,36 @@ class LinearRun:
         self.streams[0]._encoded = None
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
+
+
+def _stream_rows(plan, zero_components) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """The rows of ``plan``'s state a stream keeps: those its own programs can make non-zero from the
+    start vector (the triplets of the components it zeroes dropped). A query of several streams has
+    every component's rows in its plan, and each stream answers some: the others' stay 0, and a
+    stream that kept them computed maps of D x D for a few rows (a float SUM beside its count: D 12,
+    of which each stream needs 6). Returns ``(row_of, D, v0, out_rows)``: the stream's row of each
+    plan row (-1: dropped), its number of rows, start vector and output rows; an output row it drops
+    reads one more row that stays 0 (the totals of another stream's components)."""
+    zero = set(zero_components)
+    keep = np.asarray(plan.v0) != 0
+    while True:  # a row some kept triplet reads a kept row into (rows only grow: at most D passes)
+        more = keep.copy()
+        for d, s, j in zip(plan.trip_dst, plan.trip_src, plan.trip_wk):
+            if keep[s] and not (j >= 0 and int(j) in zero):
+                more[d] = True
+        if (more == keep).all():
+            break
+        keep = more
+    row_of = np.full(plan.D, -1, np.int64)
+    row_of[keep] = np.arange(int(keep.sum()), dtype=np.int64)
+    D = int(keep.sum())
+    out_rows = row_of[plan.out_rows]
+    if (out_rows < 0).any():  # one row for them, never written
+        out_rows = np.where(out_rows < 0, D, out_rows)
+        D += 1
+    v0 = np.zeros(D, plan.v0.dtype)
+    v0[row_of[keep]] = np.asarray(plan.v0)[keep]
+    return row_of, D, v0, out_rows.astype(np.int64)
 
 
 def _running_sums_leave_int64(steps: np.ndarray, start: np.ndarray) -> bool:

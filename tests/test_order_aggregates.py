@@ -229,29 +229,63 @@ def test_the_streams_of_a_query_number_partitions_once(monkeypatch, types):
         assert sum(numbered) == sum(typed) == len(df), cuts
 
 
-@pytest.mark.parametrize("window", ["WITHIN 3", "WITHIN 3 SLIDE 2", "WITHIN 3 EMIT CHANGES"])
-@pytest.mark.parametrize("aggs", ["COUNT(*), SUM(B.x), AVG(A.x)", "COUNT(*), MIN(A.x), MAX(B.x)"])
-def test_each_stream_keeps_only_the_rows_it_computes(monkeypatch, window, aggs):
+@pytest.mark.parametrize("window", ["WITHIN 3", "WITHIN 3 SLIDE 2", "WITHIN 3 EMIT CHANGES", ""])
+@pytest.mark.parametrize("aggs", ["COUNT(*), SUM(B.x), AVG(A.x)", "COUNT(*), MIN(A.x), MAX(B.x)",
+                                  "COUNT(*), SUM(B.x), AVG(A.v)"])
+@pytest.mark.parametrize("nulls", [True, False])
+@pytest.mark.parametrize("cut", [False, True])
+def test_each_stream_keeps_only_the_rows_it_computes(monkeypatch, window, aggs, nulls, cut):
     """A query of several streams has every component's rows in its plan; each stream keeps the rows
-    its own components reach from the start vector (``paths/linear/run.py::_stream_rows``: here 7 of
-    15 rows for each stream of the sums and the non-null counts, 4 and 6 of 9 for the count and the
-    MIN / MAX), and the components another stream answers read a row that stays 0. The rows are the
-    reference's."""
+    its own components reach from the start vector (``paths/linear/run.py::_stream_rows``), and, when
+    the whole input comes in one batch, reads the non-null counts of null-free attributes from the
+    count (``LinearStream._count_dense``): the count stream of a SUM and AVG of such columns is then a
+    plain sequence's count, on the chain loop. Every stream gives the values of the components it
+    answers exactly as a stream with every row of the plan does, and the rows are the reference's."""
+    import cepvec.kernels.linear as K
     import cepvec.paths.linear.run as LR
 
     seen = []
     build = LR.build_output_frame
     monkeypatch.setattr(LR, "build_output_frame", lambda q, prep, plan, streams, *a: seen.append((plan, streams))
                         or build(q, prep, plan, streams, *a))
-    df = _frame(3, pl.Float64)
+    df = _frame(3, pl.Float64).with_columns(v=pl.col("x").fill_null(0.5) * 2)
+    if not nulls:
+        df = df.with_columns(pl.col("x").fill_null(1.5))
     text = f"RETURN sid, {aggs} PATTERN SEQ(A, B) GROUP-BY sid {window}"
     q = cepvec.compile(text)
-    got = run_engine(q, prepare(q, df), "aseq", batches=[len(df) // 2]).to_dicts()
+    prep = prepare(q, df)
+    t = prep.times.to_numpy()
+    cuts = [int(np.searchsorted(t, t[len(t) // 2]))] if cut else []  # the first batch runs before the second
+    got = run_engine(q, prep, "aseq", batches=cuts).to_dicts()
     assert rows_differ(got, cepvec.run(q, df, engine="reference").to_dicts()) is None
-    (plan, streams), = seen
+    with monkeypatch.context() as mp:  # every row of the plan in every stream, as before
+        mp.setattr(LR, "_stream_rows", lambda plan, zero: (np.arange(plan.D), plan.D, plan.v0, plan.out_rows))
+        mp.setattr(LR.LinearStream, "_count_dense", lambda self, df: None)
+        run_engine(q, prep, "aseq", batches=cuts)
+    (plan, streams), (_, full) = seen
     assert len(streams) == 2 and all(st.D < plan.D for st in streams), [st.D for st in streams]
-    for st in streams:
-        cells = st.result_cells()
-        assert len(cells) and (cells["__v0"] != 0).any()  # the count of matches, in every stream
-        for j in st.zero_components:  # output row 1 + j is component j's
-            assert (cells[f"__v{j + 1}"] == 0).all(), (st.state, j)
+    for st in streams:  # the row that stays 0 (other streams' components, counted ones), last
+        if st.D > (st.row_of >= 0).sum():
+            assert st.out_rows.max() == st.D - 1 and (st.X[:, st.D - 1] == 0).all()
+    # the count stream: rows H, S[A], F of SEQ(A, B) and the row that stays 0 (beside MIN / MAX it
+    # answers no other component)
+    assert (streams[0].D == 4) == ("MIN" in aggs or not (cut or nulls))
+    if streams[0].D == 4 and window == "WITHIN 3":
+        assert K.chain_within(K.MODE_WITHIN, streams[0].PT, streams[0]._v0()) is not None
+    answers = list(LR.LinearRun(q, dict(df.schema), w=prep.w, s=prep.s).answers.values())
+    for st, st_full, comps in zip(streams, full, answers):
+        cols = ["__pid", "__key", "__v0", *(f"__v{1 + j}" for j in comps)]
+        a, b = st.result_cells().select(cols), st_full.result_cells().select(cols)
+        assert len(a) and a.sort("__pid", "__key").equals(b.sort("__pid", "__key")), (st.state, comps)
+
+
+@pytest.mark.parametrize("pattern", ["SEQ(A, B, A)", "SEQ(A+, B)", "SEQ(A, B)"])
+def test_a_null_free_column_counts_its_events_per_match(pattern):
+    """``LinearStream._count_dense`` takes a non-null count from the count of matches only where the
+    variable binds one event per match: ``A`` twice in ``SEQ(A, B, A)`` or ``A+`` bind more, and AVG
+    divides by the number of their events with a value (the reference's)."""
+    df = _frame(4, pl.Float64).with_columns(pl.col("x").fill_null(1.5))
+    q = cepvec.compile(f"RETURN sid, COUNT(*), AVG(A.x), SUM(B.x) PATTERN {pattern} GROUP-BY sid WITHIN 4")
+    got = run_engine(q, prepare(q, df), "greta" if "+" in pattern else "aseq").to_dicts()
+    want = cepvec.run(q, df, engine="reference").to_dicts()
+    assert len(want) >= 5 and rows_differ(got, want) is None

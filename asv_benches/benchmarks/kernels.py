@@ -381,3 +381,112 @@ class SlideManyWindows:
 
     def time_within(self, data, slide):
         cepvec.run(self.within, self.events)
+
+
+AGGREGATES = {"sum_avg": "COUNT(*), SUM(B.p), AVG(C.p)", "min_max": "COUNT(*), MIN(A.p), MAX(C.p)"}
+
+# The bucketed join of DUCKDB_BUCKETED carrying the prices of B and C: COUNT(*), SUM(b.p), AVG(c.p) per id.
+DUCKDB_BUCKETED_SUMS = """
+WITH e AS (SELECT id, time, type, p, time // {w} AS bk FROM ev),
+a AS (SELECT id, time, bk FROM e WHERE type = 'A'),
+b AS (SELECT id, time, p, bk FROM e WHERE type = 'B'),
+c AS (SELECT id, time, p, bk FROM e WHERE type = 'C'),
+ab AS (
+  SELECT a.id, a.time AS ta, b.time AS tb, b.p AS pb, a.bk FROM a JOIN b ON b.id = a.id AND b.bk = a.bk
+    WHERE b.time > a.time
+  UNION ALL
+  SELECT a.id, a.time, b.time, b.p, a.bk FROM a JOIN b ON b.id = a.id AND b.bk = a.bk + 1
+    WHERE b.time < a.time + {w}),
+abc AS (
+  SELECT ab.id, ab.pb, c.p AS pc FROM ab JOIN c ON c.id = ab.id AND c.bk = ab.bk
+    WHERE c.time > ab.tb
+  UNION ALL
+  SELECT ab.id, ab.pb, c.p FROM ab JOIN c ON c.id = ab.id AND c.bk = ab.bk + 1
+    WHERE c.time > ab.tb AND c.time < ab.ta + {w})
+SELECT id, COUNT(*) AS n, SUM(pb), AVG(pc) FROM abc GROUP BY id ORDER BY id
+"""
+
+
+def _priced(n_events: int, data: str) -> pl.DataFrame:
+    """``DISTRIBUTIONS[data]`` with 10 ids and a price ``p`` per event: distinct floats."""
+    rng = np.random.default_rng(SEED + 1)
+    return DISTRIBUTIONS[data](n_events, 10).with_columns(p=pl.Series(rng.random(n_events) * 1000.0))
+
+
+class SeqABCAggregates:
+    """``SEQ(A, B, C) ... GROUP-BY id WITHIN 50`` with sums and averages or MIN / MAX of a float price
+    beside the count, 10^6 events, both distributions. Such a query runs in two streams (exact counts
+    and float sums, or the order keys), each keeping only the rows of the state its own components
+    reach (``paths/linear/run.py::_stream_rows``). Baselines in the same run: ``time_every_row``, the
+    same run with every stream keeping every row of the plan (as before); ``time_count``, the query
+    with ``COUNT(*)`` alone (what the aggregates cost); ``time_duckdb_bucketed`` (``sum_avg``), the
+    bucketed self-join of ``SeqABCDuckDBBucketed`` carrying the prices, checked against cepvec first."""
+
+    params = [[1_000_000], list(AGGREGATES), list(DISTRIBUTIONS)]
+    param_names = ["n_events", "aggregates", "data"]
+    timeout = 600
+
+    def setup(self, n_events, aggregates, data):
+        from cepvec.paths.linear import run as linear_run
+
+        self.events = _priced(n_events, data)
+        self.query = cepvec.compile(f"RETURN id, {AGGREGATES[aggregates]} PATTERN SEQ(A, B, C) WHERE [id] "
+                                    "GROUP-BY id WITHIN 50")
+        self.count = cepvec.compile(QUERY.format(w=50))
+        self.run_module, self.stream_rows = linear_run, linear_run._stream_rows
+        for q in (self.query, self.count):
+            cepvec.run(q, self.events[:1_000])
+        self.time_every_row(n_events, aggregates, data)
+
+    def time_run(self, n_events, aggregates, data):
+        cepvec.run(self.query, self.events)
+
+    def time_every_row(self, n_events, aggregates, data):
+        def every_row(plan, zero_components):
+            return np.arange(plan.D, dtype=np.int64), plan.D, plan.v0, plan.out_rows
+
+        self.run_module._stream_rows = every_row
+        try:
+            cepvec.run(self.query, self.events)
+        finally:
+            self.run_module._stream_rows = self.stream_rows
+
+    def time_count(self, n_events, aggregates, data):
+        cepvec.run(self.count, self.events)
+
+
+class SeqABCAggregatesDuckDB:
+    """``SeqABCAggregates``' ``sum_avg`` query against the bucketed DuckDB self-join that carries the
+    prices (``DUCKDB_BUCKETED_SUMS``), both distributions; the join's rows are checked against cepvec's
+    on the benchmark's first 10^5 events."""
+
+    params = [[1_000_000], list(DISTRIBUTIONS)]
+    param_names = ["n_events", "data"]
+    timeout = 600
+
+    def setup(self, n_events, data):
+        try:
+            import duckdb
+        except ImportError as exc:  # benchmark-only dependency
+            raise NotImplementedError("duckdb is not installed: pip install -e '.[bench]'") from exc
+        self.events = _priced(n_events, data)
+        self.query = cepvec.compile(f"RETURN id, {AGGREGATES['sum_avg']} PATTERN SEQ(A, B, C) WHERE [id] "
+                                    "GROUP-BY id WITHIN 50")
+        self.con = duckdb.connect()
+        self.con.execute("SET enable_progress_bar = false")
+        small = self.events[:100_000]
+        self.con.register("ev", small.to_arrow())
+        got = self.con.execute(DUCKDB_BUCKETED_SUMS.format(w=50)).fetchall()
+        want = cepvec.run(self.query, small).rows()
+        if len(got) != len(want) or any(g[0] != w[0] or g[1] != w[1] or not np.allclose(g[2:], w[2:], rtol=1e-9)
+                                         for g, w in zip(got, want)):
+            raise AssertionError(f"baseline SQL disagrees with cepvec: {got[:2]} vs {want[:2]}")
+        self.con.unregister("ev")
+        self.con.register("ev_df", self.events.to_arrow())
+        self.con.execute("CREATE TABLE ev AS SELECT * FROM ev_df")
+
+    def time_aseq(self, n_events, data):
+        cepvec.run(self.query, self.events)
+
+    def time_duckdb_bucketed(self, n_events, data):
+        self.con.execute(DUCKDB_BUCKETED_SUMS.format(w=50)).fetchall()

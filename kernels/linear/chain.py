@@ -46,14 +46,22 @@ LL = 9
 
 def chain_bits(PT: np.ndarray, v0: np.ndarray) -> np.ndarray | None:
     """Per program of ``PT``, the bit mask of the occurrences it binds (bit ``i``: the step
-    ``(i + 1, i, -1)``), when the programs are the count steps of one sequence of ``L = D - 1 <=
-    MAX_CHAIN`` occurrences started at ``e_0``, the END program's only END triplet ``(L, L - 1, -1)``;
-    else None (plain Python, a few programs)."""
-    D = len(v0)
-    k = D - 1
-    if not 1 <= k <= MAX_CHAIN or len(PT) == 0 or v0[0] != 1 or np.count_nonzero(v0) != 1:
+    ``(i + 1, i, -1)``), when the programs are the count steps of one sequence of ``L <= MAX_CHAIN``
+    occurrences started at ``e_0``, the END program's only END triplet ``(L, L - 1, -1)``; else None
+    (plain Python, a few programs). ``L`` is the highest row a triplet names: rows past it (a row
+    that the output rows of another stream's components read, ``paths/linear/run.py::_stream_rows``)
+    are never written, and the loop leaves them as they are."""
+    if len(PT) == 0 or len(v0) == 0 or v0[0] != 1 or np.count_nonzero(v0) != 1:
         return None
     n_prog = int(PT[0])
+    k = 0
+    for p in range(n_prog):
+        o = int(PT[p])
+        trips = PT[o + HDR:o + HDR + 3 * int(PT[o + 1])].reshape(-1, 3)
+        if len(trips):
+            k = max(k, int(trips[:, :2].max()))
+    if not 1 <= k <= MAX_CHAIN:
+        return None
     bits = np.zeros(n_prog, np.int64)
     for p in range(n_prog):
         o = int(PT[p])

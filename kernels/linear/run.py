@@ -72,8 +72,8 @@ def run_segments(mode, w, s, check,
     elif mode == MODE_WITHIN:
         bits = chain_within(mode, PT, v0)
         if bits is not None:  # a plain sequence's counts: the loop with the window's map in registers
-            DRIVE_WITHIN_CHAIN[len(v0) - 1](w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, bits, X_state,
-                                            slow)
+            L = int(np.bitwise_or.reduce(bits)).bit_length()  # the END program binds occurrence L - 1
+            DRIVE_WITHIN_CHAIN[L](w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, bits, X_state, slow)
         else:
             drive = _drive_within_inverse if inverse else _drive_within
             drive(w, seg_lo, seg_hi, seg_pid, seg_replay, ev_time, ev_prog, ev_w, PT, v0, j0, j1, X_state, err,

@@ -63,6 +63,7 @@ class LinearStream(Partitions):
         self.dtype = STATE_DTYPES[state]
         Partitions.__init__(self, self.q, key_schema)
         self.row_of, self.D, self.v0_rows, self.out_rows = _stream_rows(plan, zero_components)
+        self.counted: tuple[int, ...] = ()  # non-null counts that are the count of matches (_count_dense)
         self.X = np.zeros((0, self.D), self.dtype)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict[str, np.ndarray] | None = None
@@ -286,6 +287,7 @@ class LinearStream(Partitions):
     def finish(self) -> None:
         if self.held is not None:
             (hdf, ht), self.held = self.held, None
+            self._count_dense(hdf)
             self._process(hdf, ht, _BIG)
         elif self.carry is not None:
             self._process(None, None, _BIG)
@@ -295,6 +297,27 @@ class LinearStream(Partitions):
             self.outputs.append((nz.astype(np.int64), np.zeros(len(nz), np.int64), vals[nz]))
         if self._changes():
             self.outputs = [self._carried_forward()]
+
+    def _count_dense(self, df: pl.DataFrame) -> None:
+        """Before the first batch, when it is the whole input (a local run): a non-null count this
+        stream answers, of an occurrence that binds one event per match, of an attribute without null
+        or NaN in the input, is the count of matches. Such components keep no rows (fed by a weight of
+        1 per event) and take the count's values in the cells (:meth:`_cells`): a SUM or AVG of such a
+        column leaves the count stream a plain sequence's count (the chain loop; the two-stack queue
+        over count and non-null rows before: 69-77 of the 173 ms of ``COUNT(*), SUM(B.p), AVG(C.p)``
+        at 10^6 events on one core). Not under Kleene closure: ``A+`` binds several events of a match."""
+        if self._n_batches or self.carry is not None or len(self.keys) or self.X.shape[0] or self.q.is_kleene:
+            return  # state exists (its layout stays), or an occurrence may bind several events of a match
+        comps = self.plan.components
+        dense = [j for j in self.wcols if comps[j].kind == "nonnull" and len(comps[j].occs) == 1 and
+                 bool(df.select(component_weight(comps[j].attr, "nonnull", pl.Boolean).all()).item())]
+        if not dense:
+            return
+        self.zero_components = tuple(sorted({*self.zero_components, *dense}))
+        self.counted = tuple(dense)
+        self.wcols = [j for j in self.wcols if j not in dense]
+        self.row_of, self.D, self.v0_rows, self.out_rows = _stream_rows(self.plan, self.zero_components)
+        self.X = np.zeros((0, self.D), self.dtype)
 
     def _changes(self) -> bool:
         """EMIT CHANGES without WITHIN where a group holds several partitions, sums only: a partition
@@ -553,8 +576,15 @@ class LinearStream(Partitions):
     def cell_chunks(self) -> tuple[list[tuple], list[str], list[str]]:
         """The cells as the kernel wrote them: chunks of ``(pid, key, values, no float values)`` and
         the names of the value columns (``runtime/output.py::chunks_in_rank_order``)."""
-        chunks = [(pid, key, val, np.zeros((len(pid), 0), np.float64)) for pid, key, val in self.outputs]
+        chunks = [(pid, key, self._counted(val), np.zeros((len(pid), 0), np.float64))
+                  for pid, key, val in self.outputs]
         return chunks, [f"__v{j}" for j in range(len(self.out_rows))], []
+
+    def _counted(self, val: np.ndarray) -> np.ndarray:
+        """The output values with the components of :meth:`_count_dense` set to the count of matches."""
+        for j in self.counted:
+            val[:, 1 + j] = val[:, 0]
+        return val
 
     def result_cells(self) -> pl.DataFrame:
         """One row per (partition, key) with the output rows as columns v0..vk."""
@@ -562,7 +592,7 @@ class LinearStream(Partitions):
         if self.outputs:
             pid = np.concatenate([o[0] for o in self.outputs])
             key = np.concatenate([o[1] for o in self.outputs])
-            val = np.concatenate([o[2] for o in self.outputs])
+            val = self._counted(np.concatenate([o[2] for o in self.outputs]))
         else:
             pid = np.zeros(0, np.int64)
             key = np.zeros(0, np.int64)
@@ -630,11 +660,13 @@ class LinearRun:
 def _stream_rows(plan, zero_components) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """The rows of ``plan``'s state a stream keeps: those its own programs can make non-zero from the
     start vector (the triplets of the components it zeroes dropped). A query of several streams has
-    every component's rows in its plan, and each stream answers some: the others' stay 0, and a
-    stream that kept them computed maps of D x D for a few rows (a float SUM beside its count: D 12,
-    of which each stream needs 6). Returns ``(row_of, D, v0, out_rows)``: the stream's row of each
-    plan row (-1: dropped), its number of rows, start vector and output rows; an output row it drops
-    reads one more row that stays 0 (the totals of another stream's components)."""
+    every component's rows in its plan, and each stream answers some: a stream that kept the others'
+    rows computed maps of D x D for a few rows (a float SUM beside its count: D 12, of which each
+    stream needs 6). Returns ``(row_of, D, v0, out_rows)``: the stream's row of each plan row (-1:
+    dropped), its number of rows, start vector and output rows. The output rows it drops (the
+    components another stream answers, and the non-null counts :meth:`LinearStream._count_dense`
+    takes from the count) read one more row, last, that nothing writes: it stays 0 (a kernel adds
+    to the WITHIN totals of each output row, so they may not share a row that changes)."""
     zero = set(zero_components)
     keep = np.asarray(plan.v0) != 0
     while True:  # a row some kept triplet reads a kept row into (rows only grow: at most D passes)
@@ -649,11 +681,11 @@ def _stream_rows(plan, zero_components) -> tuple[np.ndarray, int, np.ndarray, np
     row_of[keep] = np.arange(int(keep.sum()), dtype=np.int64)
     D = int(keep.sum())
     out_rows = row_of[plan.out_rows]
-    if (out_rows < 0).any():  # one row for them, never written
+    if (out_rows < 0).any():
         out_rows = np.where(out_rows < 0, D, out_rows)
         D += 1
     v0 = np.zeros(D, plan.v0.dtype)
-    v0[row_of[keep]] = np.asarray(plan.v0)[keep]
+    v0[:int(keep.sum())] = np.asarray(plan.v0)[keep]
     return row_of, D, v0, out_rows.astype(np.int64)
 
 

@@ -417,8 +417,10 @@ class SeqABCAggregates:
     """``SEQ(A, B, C) ... GROUP-BY id WITHIN 50`` with sums and averages or MIN / MAX of a float price
     beside the count, 10^6 events, both distributions. Such a query runs in two streams (exact counts
     and float sums, or the order keys), each keeping only the rows of the state its own components
-    reach (``paths/linear/run.py::_stream_rows``). Baselines in the same run: ``time_every_row``, the
-    same run with every stream keeping every row of the plan (as before); ``time_count``, the query
+    reach (``paths/linear/run.py::_stream_rows``), and the count stream takes the non-null counts of a
+    null-free column from the count (``LinearStream._count_dense``). Baselines in the same run:
+    ``time_every_row``, the same run with every stream keeping every row of the plan and computing its
+    non-null counts (as before both); ``time_count``, the query
     with ``COUNT(*)`` alone (what the aggregates cost); ``time_duckdb_bucketed`` (``sum_avg``), the
     bucketed self-join of ``SeqABCDuckDBBucketed`` carrying the prices, checked against cepvec first."""
 
@@ -445,11 +447,15 @@ class SeqABCAggregates:
         def every_row(plan, zero_components):
             return np.arange(plan.D, dtype=np.int64), plan.D, plan.v0, plan.out_rows
 
+        stream = self.run_module.LinearStream
+        count_dense = stream._count_dense
         self.run_module._stream_rows = every_row
+        stream._count_dense = lambda self, df: None
         try:
             cepvec.run(self.query, self.events)
         finally:
             self.run_module._stream_rows = self.stream_rows
+            stream._count_dense = count_dense
 
     def time_count(self, n_events, aggregates, data):
         cepvec.run(self.count, self.events)

@@ -64,6 +64,7 @@ class LinearStream(Partitions):
         Partitions.__init__(self, self.q, key_schema)
         self.row_of, self.D, self.v0_rows, self.out_rows = _stream_rows(plan, zero_components)
         self.counted: tuple[int, ...] = ()  # non-null counts that are the count of matches (_count_dense)
+        self.min_events = _min_events(plan)
         self.X = np.zeros((0, self.D), self.dtype)
         self.next_k = np.zeros(0, np.int64)
         self.carry: dict[str, np.ndarray] | None = None
@@ -292,9 +293,8 @@ class LinearStream(Partitions):
         elif self.carry is not None:
             self._process(None, None, _BIG)
         if self.mode in (K.MODE_NONE, K.MODE_WITHIN):
-            vals = self.X[: len(self.keys), self.out_rows]
-            nz = np.nonzero(vals[:, 0])[0]
-            self.outputs.append((nz.astype(np.int64), np.zeros(len(nz), np.int64), vals[nz]))
+            nz = np.nonzero(self.X[: len(self.keys), self.out_rows[0]])[0]  # the partitions with a match
+            self.outputs.append((nz.astype(np.int64), np.zeros(len(nz), np.int64), self.X[nz][:, self.out_rows]))
         if self._changes():
             self.outputs = [self._carried_forward()]
 
@@ -482,18 +482,27 @@ class LinearStream(Partitions):
         # a plain sequence's WITHIN count takes the chain loop, which runs ties in any order
         order_ties = self.order_ties and K.chain_within(args[0], self.PT, v0) is None
 
+        # the segments the kernel runs: under WITHIN, not those with fewer events than a match takes (no
+        # match ends in them; their events still carry over below): a million keys of an event each
+        run_lo, run_hi, run_pid, run_replay = seg_lo, seg_hi, seg_pid, replay
+        if self.mode == K.MODE_WITHIN and self.min_events > 1:
+            keep = np.flatnonzero(seg_hi - seg_lo >= self.min_events)
+            if len(keep) < len(seg_pid):
+                run_lo, run_hi, run_pid, run_replay = seg_lo[keep], seg_hi[keep], seg_pid[keep], replay[keep]
+                emit_lo = emit_hi = np.zeros(len(keep), np.int64)
+
         def run(r):
             a, b = r
-            if order_ties and b > a and _has_ties(ev_t[seg_lo[a]:seg_hi[b - 1]]):
-                if seg_hi[b - 1] - seg_lo[a] < _jit.NUMPY_BELOW:
-                    _order_ties_numpy(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
-                elif K.order_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
-                    K.order_long_ties(seg_lo[a:b], seg_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
+            if order_ties and b > a and _has_ties(ev_t[run_lo[a]:run_hi[b - 1]]):
+                if run_hi[b - 1] - run_lo[a] < _jit.NUMPY_BELOW:
+                    _order_ties_numpy(run_lo[a:b], run_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
+                elif K.order_ties(run_lo[a:b], run_hi[a:b], ev_t, ev_prog, ev_w, self.PT):
+                    K.order_long_ties(run_lo[a:b], run_hi[a:b], ev_t, ev_prog, ev_w, self.PT)
             e = np.zeros(3, np.int64)
-            return K.run_segments(*args, seg_lo[a:b], seg_hi[a:b], seg_pid[a:b], replay[a:b],
+            return K.run_segments(*args, run_lo[a:b], run_hi[a:b], run_pid[a:b], run_replay[a:b],
                                   emit_lo[a:b], emit_hi[a:b], *tail, e), e
 
-        sizes = seg_hi - seg_lo
+        sizes = run_hi - run_lo
         ranges = split_ranges(sizes, per_thread=threads.RANGES_PER_THREAD)
         for (out_pid, out_key, out_val), err in map_threads(run, ranges, costs=[sizes[a:b].sum() for a, b in ranges]):
             if err[0]:
@@ -687,6 +696,22 @@ def _stream_rows(plan, zero_components) -> tuple[np.ndarray, int, np.ndarray, np
     v0 = np.zeros(D, plan.v0.dtype)
     v0[:int(keep.sum())] = np.asarray(plan.v0)[keep]
     return row_of, D, v0, out_rows.astype(np.int64)
+
+
+def _min_events(plan) -> int:
+    """The fewest events a match takes: the shortest path of triplets from a row of the start vector
+    to the count of matches (each event moves a partial match along one triplet at most; a negation
+    only resets rows)."""
+    dist = {int(r): 0 for r in np.flatnonzero(plan.v0)}
+    frontier = list(dist)
+    while frontier:
+        nxt = []
+        for d, s in zip(plan.trip_dst.tolist(), plan.trip_src.tolist()):
+            if s in frontier and d not in dist:
+                dist[d] = dist[s] + 1
+                nxt.append(d)
+        frontier = nxt
+    return dist.get(int(plan.out_rows[0]), 1)
 
 
 def _running_sums_leave_int64(steps: np.ndarray, start: np.ndarray) -> bool:

@@ -302,7 +302,7 @@ class LinearStream(Partitions):
         """Before the first batch, when it is the whole input (a local run): a non-null count this
         stream answers, of an occurrence that binds one event per match, of an attribute without null
         or NaN in the input, is the count of matches. Such components keep no rows (fed by a weight of
-        1 per event) and take the count's values in the cells (:meth:`_cells`): a SUM or AVG of such a
+        1 per event) and take the count's values in the cells (:meth:`_counted`): a SUM or AVG of such a
         column leaves the count stream a plain sequence's count (the chain loop; the two-stack queue
         over count and non-null rows before: 69-77 of the 173 ms of ``COUNT(*), SUM(B.p), AVG(C.p)``
         at 10^6 events on one core). Not under Kleene closure: ``A+`` binds several events of a match."""

@@ -184,6 +184,22 @@ def test_a_chain_count_past_int64_is_an_error(per_type, overflows, tie):
         assert cepvec.run(text, df)["COUNT(*)"].to_list() == [per_type ** 6]
 
 
+@pytest.mark.parametrize(("per_type", "last", "ties"), [(5000, "F", 6), (35000, "E", 13)])
+def test_a_tie_times_a_count_past_int64_is_an_error(per_type, last, ties):
+    """A time stamp's events apply as one map in the group loop: ``ties`` events of one step times a
+    partial count near 2^62. The product passes 2^64 and wraps to a positive value, which no sign test
+    sees: ``6 * 5000^5`` at the END step (the total), ``13 * 35000^4`` at the fifth (a partial count).
+    Both are past int64, so the run raises."""
+    types = "ABCDEF"
+    before = types[:types.index(last)]
+    n = len(before) * per_type
+    df = pl.DataFrame({"type": [*np.repeat(list(before), per_type), *[last] * ties, *types[types.index(last) + 1:], "Z"],
+                       "time": [*range(n), *[n] * ties, *range(n + 1, n + 6 - len(before)), 10 ** 7]})
+    text = "RETURN COUNT(*) PATTERN SEQ(A, B, C, D, E, F) WITHIN 1000000"  # (the Z: a window shorter than the input)
+    with pytest.raises(CepvecOverflowError):
+        cepvec.run(text, df)
+
+
 @settings(max_examples=examples(300), deadline=None)
 @given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
        events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),

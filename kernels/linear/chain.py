@@ -141,16 +141,20 @@ def _chain_group_loop(w, n, replay_end, ev_time, ev_prog, bits):
         t = ev_time[e] if e < n else t_open + 1
         if t != t_open:  # close the open group: its END events' matches, then W <- G W
             x = W[(L - 1) * L]
-            big |= np.float64(C[L - 1]) * np.float64(x) >= 4.0e18
+            orx = x  # (bounds of the products' factors: OR-ed, each at least the largest)
+            orc = C[L - 1]
             total += C[L - 1] * x
             ovf |= total
             for s in range(L - 2, -1, -1):
+                orc |= C[s]
                 for c in range(s + 1):
                     x = W[s * L + c]
-                    big |= np.float64(C[s]) * np.float64(x) >= 4.0e18
+                    orx |= x
                     us = W[(s + 1) * L + c] + C[s] * x
                     ovf |= us
                     W[(s + 1) * L + c] = us
+            if (orx >> 31) != 0 and (orc >> 1) != 0:  # a product may pass 2^62: tested in float64
+                big |= np.float64(orc) * np.float64(orx) >= 4.0e18
             if e == n:
                 break
             for s in range(L):

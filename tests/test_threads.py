@@ -184,11 +184,14 @@ def test_output_order_by_rank_is_a_sort(rows, perm_seed, n_threads):
 
 @settings(max_examples=examples(200), deadline=None)
 @given(rows=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6)), max_size=40), cuts=st.lists(st.integers(0, 40)),
-       perm_seed=st.integers(0, 2**32 - 1), n_threads=st.sampled_from(["1", "2", "3"]), n_float=st.integers(0, 2))
-def test_cells_moved_from_chunks_by_rank_are_sorted(rows, cuts, perm_seed, n_threads, n_float):
+       perm_seed=st.integers(0, 2**32 - 1), n_threads=st.sampled_from(["1", "2", "3"]), n_float=st.integers(0, 2),
+       numpy_below=st.sampled_from([0, 10**9]))
+def test_cells_moved_from_chunks_by_rank_are_sorted(rows, cuts, perm_seed, n_threads, n_float, numpy_below):
     """Cells in chunks moved straight to their output place (cepvec.runtime.output._scatter_by_rank:
-    counting sort by the rank of the partition, row ranges across chunks, one per thread): each row's
-    key and values land in (rank, key) order, stably; None when a partition's keys do not rise."""
+    counting sort by the rank of the partition, row ranges across chunks, one per thread; a NumPy sort
+    below ``NUMPY_BELOW`` rows): each row's key and values land in (rank, key) order, stably; None when
+    a partition's keys do not rise."""
+    from cepvec.runtime import output
     from cepvec.runtime.output import _scatter_by_rank
 
     pid = np.array([p for p, _ in rows], np.int64)
@@ -201,6 +204,7 @@ def test_cells_moved_from_chunks_by_rank_are_sorted(rows, cuts, perm_seed, n_thr
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", n_threads)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+        mp.setattr(output._jit, "NUMPY_BELOW", numpy_below)
         got = _scatter_by_rank(rank, chunks)
     rising = all(len(set(key[pid == p])) == int(np.sum(pid == p)) and
                  (np.diff(key[pid == p]) > 0).all() for p in range(6))

@@ -260,7 +260,10 @@ def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | No
     """The cells of ``chunks`` (``(pid, key, vi, vf)``: per row a partition, a key and two blocks
     of values) moved into the order of (rank of the partition, key), each range of rows of
     :func:`_rank_positions` in a thread: ``(key, vi_columns, vf_columns, rows per rank)`` (the value
-    blocks transposed: one contiguous row per column), or None when a partition's keys do not rise."""
+    blocks transposed: one contiguous row per column), or None when a partition's keys do not rise.
+    Fewer rows than ``_jit.NUMPY_BELOW``: the same by a NumPy sort (no kernel compiled for them)."""
+    if sum(len(c[0]) for c in chunks) < _jit.NUMPY_BELOW:
+        return _sort_by_rank(rank_of_pid, chunks)
     done = _rank_positions(rank_of_pid, chunks)
     if done is None:
         return None
@@ -279,6 +282,18 @@ def _scatter_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | No
     return out_key, out_vi, out_vf, per_rank
 
 
+def _sort_by_rank(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | None:
+    """:func:`_scatter_by_rank` of few rows: a stable NumPy sort by the rank of the partition."""
+    pid, key, vi, vf = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+    rank = rank_of_pid[pid]
+    order = np.argsort(rank, kind="stable")
+    rank_o, key_o = rank[order], key[order]
+    if np.any((rank_o[1:] == rank_o[:-1]) & (key_o[1:] <= key_o[:-1])):  # a partition's keys do not rise
+        return None
+    return (key_o, np.ascontiguousarray(vi[order].T), np.ascontiguousarray(vf[order].T),
+            np.bincount(rank, minlength=len(rank_of_pid)))
+
+
 def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, streams: list[tuple],
                          answers: list | None = None) -> pl.DataFrame | None:
     """:func:`in_rank_order` of cells kernels wrote in chunks, every partition its own group, without
@@ -287,10 +302,9 @@ def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.Da
     names_f)`` (``chunks`` of C-contiguous ``(pid, key, vi, vf)``, the columns of ``vi`` and ``vf``
     named ``names_i`` and ``names_f``); ``answers``: as for :func:`build_output_frame`.
 
-    None (the caller joins and sorts :meth:`result_cells` instead) for few cells, when a partition's
+    None (the caller joins and sorts :meth:`result_cells` instead) for no cells, when a partition's
     keys do not rise, or when the streams' cells are not of the same (partition, key)s."""
-    n = sum(len(c[0]) for c in streams[0][0])
-    if n < max(_jit.NUMPY_BELOW, 1):
+    if not sum(len(c[0]) for c in streams[0][0]):
         return None
     rank_of_pid, ranked = _rank_of_pid(q, gf)
     vals: dict[str, pl.Series] = {}

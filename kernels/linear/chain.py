@@ -123,8 +123,11 @@ def _chain_group_loop(w, n, replay_end, ev_time, ev_prog, bits):
     step ``i``; lowest step on the left, no cross terms), applied as one when the group closes (its END
     events read the window before it), and removed as one when the window's start passes its time
     (``W <- W prod_i (I - c_i E_i)``, highest step first). ``order_ties`` is not needed. A product
-    ``c_i x`` can leave int64 without a negative sum: it is tested in float64 (at 4·10^18, below
-    int64's 9.2·10^18: a larger value goes to the general loop, which is exact)."""
+    ``c_i x`` can pass 2^64 and wrap to a positive value, which no sign test sees: the counts and the
+    values of a time stamp's products are OR-ed (each OR at least its largest term), and only when
+    a value passes 2^31 and a count 1 is their product tested, once per time stamp, in float64 (at
+    4·10^18, below int64's 9.2·10^18: a larger one sends the segment to the general loop, which is
+    exact)."""
     W = stack_int64(LL)
     C = stack_int64(L)  # the open group: C[i] events of step i (i < L - 1), C[L - 1] END events past replay_end
     for i in range(LL):

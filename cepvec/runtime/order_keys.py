@@ -31,13 +31,16 @@ def check_orderable(q, comp, schema: dict) -> None:
             "engines take MIN/MAX of numbers, booleans, dates and times only; use engine='reference'")
 
 
-def order_keys(col: pl.Series, kind: str, q) -> np.ndarray:
+def order_keys(col: pl.Series, kind: str, q, out: np.ndarray | None = None) -> np.ndarray:
     """uint64 order keys of ``col`` for a ``min`` / ``max`` component: a bigger key is a
     better extreme (MIN: smaller value), null and NaN are 0 (no value). One kernel pass
-    (:mod:`cepvec.kernels.order`), a long column in two halves on two threads."""
+    (:mod:`cepvec.kernels.order`), a long column in two halves on two threads, written into
+    ``out`` when given (a column of the caller's weights: no array of its own, whose pages a
+    long column pays to touch, and no copy)."""
     dt = col.dtype
     is_min = kind == "min"
-    out = np.empty(len(col), np.uint64)
+    if out is None:
+        out = np.empty(len(col), np.uint64)
     if dt.is_float():
         x = col.cast(pl.Float64)
         if x.null_count():

@@ -362,7 +362,7 @@ class SharedRun:
             enc = select_weights(df, self.weight_exprs, self.q0)
         for j, (attr, kind) in enumerate(self.weights):
             if kind in ("min", "max"):  # order keys (uint64 bits; int64 state only)
-                ew[:, j] = order_keys(df[attr], kind, self.weight_query[(attr, kind)]).view(np.int64)
+                order_keys(df[attr], kind, self.weight_query[(attr, kind)], out=ew[:, j].view(np.uint64))
             else:
                 ew[:, j] = enc[f"__w{j}"].to_numpy()
         arrays = (pid, times, codes, pm, ew)

@@ -193,7 +193,7 @@ class LinearStream(Partitions):
             w = np.empty((len(df), len(self.wcols)), np.uint64)
             for i, j in enumerate(self.wcols):
                 c = self.plan.components[j]
-                w[:, i] = order_keys(df[c.attr], c.kind, self.q)
+                order_keys(df[c.attr], c.kind, self.q, out=w[:, i])
             return w
         wdt = pl.Int64 if self.state == "int64" else pl.Float64
         exprs = [component_weight(self.plan.components[j].attr, self.plan.components[j].kind, wdt).alias(f"__w{j}")

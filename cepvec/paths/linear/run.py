@@ -482,10 +482,11 @@ class LinearStream(Partitions):
         # a plain sequence's WITHIN count takes the chain loop, which runs ties in any order
         order_ties = self.order_ties and K.chain_within(args[0], self.PT, v0) is None
 
-        # the segments the kernel runs: under WITHIN, not those with fewer events than a match takes (no
-        # match ends in them; their events still carry over below): a million keys of an event each
+        # the segments the kernel runs: under WITHIN (SLIDE), not those with fewer events than a match takes
+        # (no match ends in them, no window of theirs has one; their events still carry over below, and a
+        # window closed again later holds no match either): a million keys of an event each
         run_lo, run_hi, run_pid, run_replay = seg_lo, seg_hi, seg_pid, replay
-        if self.mode == K.MODE_WITHIN and self.min_events > 1:
+        if self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1:
             keep = np.flatnonzero(seg_hi - seg_lo >= self.min_events)
             if len(keep) < len(seg_pid):
                 run_lo, run_hi, run_pid, run_replay = seg_lo[keep], seg_hi[keep], seg_pid[keep], replay[keep]

@@ -123,10 +123,11 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
 
     A run of a few rows skips kernels that only large inputs reach (below ``NUMPY_BELOW`` rows some
     steps run in NumPy, below ``CODED_IDS_FROM`` partition keys go through a Polars join, sorted
-    input is not sorted, a ``WITHIN`` window longer than the sample's time span is dropped). Here
-    ``sample`` runs with those thresholds at 0, as it is, and with its rows in reverse time order
-    and its window kept (``cepvec.api.DROP_COVERING_WINDOW`` off). Not while other cepvec runs are
-    in progress in this process (the thresholds are module settings).
+    input is not sorted, a ``WITHIN`` window longer than the sample's time span is dropped, a
+    partition with fewer events than a match is not run). Here ``sample`` runs with those thresholds
+    at 0 (``paths.linear.run.SKIP_SHORT_SEGMENTS`` off), as it is, and with its rows in reverse time
+    order and its window kept (``cepvec.api.DROP_COVERING_WINDOW`` off). Not while other cepvec runs
+    are in progress in this process (the thresholds are module settings).
 
     Parameters
     ----------
@@ -138,14 +139,16 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
 
     from cepvec import api
     from cepvec.kernels import _jit
+    from cepvec.paths.linear import run as linear_run
     from cepvec.runtime import partitions
 
     from cepvec.sharing.workload import Workload
 
     df = to_polars(sample)
     many = isinstance(query, (Workload, dict, list, tuple))
-    saved = _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW
+    saved = _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS
     _jit.NUMPY_BELOW = partitions.CODED_IDS_FROM = 0
+    linear_run.SKIP_SHORT_SEGMENTS = False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -157,4 +160,4 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
                 else:
                     api.run(query, events, engine=engine, numeric=numeric)
     finally:
-        _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW = saved
+        _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS = saved

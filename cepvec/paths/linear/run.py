@@ -486,7 +486,7 @@ class LinearStream(Partitions):
         # (no match ends in them, no window of theirs has one; their events still carry over below, and a
         # window closed again later holds no match either): a million keys of an event each
         run_lo, run_hi, run_pid, run_replay = seg_lo, seg_hi, seg_pid, replay
-        if self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1:
+        if SKIP_SHORT_SEGMENTS and self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1:
             keep = np.flatnonzero(seg_hi - seg_lo >= self.min_events)
             if len(keep) < len(seg_pid):
                 run_lo, run_hi, run_pid, run_replay = seg_lo[keep], seg_hi[keep], seg_pid[keep], replay[keep]
@@ -697,6 +697,12 @@ def _stream_rows(plan, zero_components) -> tuple[np.ndarray, int, np.ndarray, np
     v0 = np.zeros(D, plan.v0.dtype)
     v0[:int(keep.sum())] = np.asarray(plan.v0)[keep]
     return row_of, D, v0, out_rows.astype(np.int64)
+
+
+#: Under WITHIN and SLIDE, segments with fewer events than a match takes (:func:`_min_events`) are not
+#: run. ``warmup.compile_kernels`` turns it off: its few sample rows per partition would skip kernels
+#: (and their specialisations) that a large run's longer segments call.
+SKIP_SHORT_SEGMENTS = True
 
 
 def _min_events(plan) -> int:

@@ -309,7 +309,7 @@ def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.Da
     rank_of_pid, ranked = _rank_of_pid(q, gf)
     vals: dict[str, pl.Series] = {}
     for i, (chunks, names_i, names_f) in enumerate(streams):
-        done = _scatter_by_rank(rank_of_pid, chunks)
+        done = _scatter_by_rank(rank_of_pid, chunks) if chunks else None  # (no chunk: not the first's cells)
         if done is None:
             return None
         key, vi, vf, per_rank = done

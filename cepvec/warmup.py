@@ -124,10 +124,12 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
     A run of a few rows skips kernels that only large inputs reach (below ``NUMPY_BELOW`` rows some
     steps run in NumPy, below ``CODED_IDS_FROM`` partition keys go through a Polars join, sorted
     input is not sorted, a ``WITHIN`` window longer than the sample's time span is dropped, a
-    partition with fewer events than a match is not run). Here ``sample`` runs with those thresholds
-    at 0 (``paths.linear.run.SKIP_SHORT_SEGMENTS`` off), as it is, and with its rows in reverse time
-    order and its window kept (``cepvec.api.DROP_COVERING_WINDOW`` off). Not while other cepvec runs
-    are in progress in this process (the thresholds are module settings).
+    partition with fewer events than a match is not run, below ``threads.MIN_EVENTS_PER_THREAD``
+    events a run takes one thread). Here ``sample`` runs with those thresholds at 0
+    (``paths.linear.run.SKIP_SHORT_SEGMENTS`` off), as it is, and with its rows in reverse time order
+    and its window kept (``cepvec.api.DROP_COVERING_WINDOW`` off); where this process has several
+    threads, both once on one thread and once split in threads (long columns in halves). Not while
+    other cepvec runs are in progress in this process (the thresholds are module settings).
 
     Parameters
     ----------
@@ -140,24 +142,30 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
     from cepvec import api
     from cepvec.kernels import _jit
     from cepvec.paths.linear import run as linear_run
-    from cepvec.runtime import partitions
+    from cepvec.runtime import partitions, threads
 
     from cepvec.sharing.workload import Workload
 
     df = to_polars(sample)
     many = isinstance(query, (Workload, dict, list, tuple))
-    saved = _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS
+    saved = (_jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS,
+             threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES)
     _jit.NUMPY_BELOW = partitions.CODED_IDS_FROM = 0
     linear_run.SKIP_SHORT_SEGMENTS = False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for events, drop_window in ((df, True), (df.reverse(), False)):
-                api.DROP_COVERING_WINDOW = drop_window
-                if many:
-                    api.run_many(query.queries if isinstance(query, Workload) else query, events, engine=engine,
-                                 numeric=numeric)
-                else:
-                    api.run(query, events, engine=engine, numeric=numeric)
+            for split in (False, True) if threads.n_threads() > 1 else (False,):
+                if split:  # what only a run in threads calls (a long column's halves, the ids beside the codes)
+                    threads.MIN_EVENTS_PER_THREAD = partitions.DIRECT_HALVES_FROM = 0
+                    partitions.ROWS_PER_KEY_FOR_HALVES = 0
+                for events, drop_window in ((df, True), (df.reverse(), False)):
+                    api.DROP_COVERING_WINDOW = drop_window
+                    if many:
+                        api.run_many(query.queries if isinstance(query, Workload) else query, events,
+                                     engine=engine, numeric=numeric)
+                    else:
+                        api.run(query, events, engine=engine, numeric=numeric)
     finally:
-        _jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS = saved
+        (_jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS,
+         threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES) = saved

@@ -84,7 +84,7 @@ def events(n):
                          "id": pl.Series(rng.integers(0, 300, n)).cast(pl.String), "v": rng.random(n)})
 compile_kernels(QUERY, events(40))
 before = signatures()
-big = events(40_000).sample(fraction=1.0, shuffle=True, seed=1)  # unsorted, string keys, ties
+big = events(int(sys.argv[2])).sample(fraction=1.0, shuffle=True, seed=1)  # unsorted, string keys, ties
 cepvec.run(QUERY, big)
 after = signatures()
 new = {k: sorted(v - before.get(k, set())) for k, v in after.items() if v - before.get(k, set())}
@@ -102,10 +102,21 @@ def test_compile_kernels_covers_what_a_large_run_calls(text):
     """After ``compile_kernels`` on 40 events, a run of 40 000 unsorted events with String keys (sorting,
     hashed partition ids checked on the string views, the kernels NumPy replaces on small inputs)
     compiles no kernel: a Spark executor warmed this way pays no compilation in its first task."""
+    _probe(text, threads=1, events=40_000)
+
+
+def _probe(text: str, threads: int, events: int) -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", _PROBE, text], capture_output=True, text=True, timeout=600,
-                         env={**__import__("os").environ, "CEPVEC_NUM_THREADS": "1"})
+    out = subprocess.run([sys.executable, "-c", _PROBE, text, str(events)], capture_output=True, text=True,
+                         timeout=600, env={**__import__("os").environ, "CEPVEC_NUM_THREADS": str(threads)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "NEW {}" in out.stdout, out.stdout[-2000:]
+
+
+def test_compile_kernels_covers_what_a_large_run_in_threads_calls():
+    """The same on two threads, on 120 000 events (long columns are cut in halves, the partition ids
+    are numbered beside the type codes, the time order is checked in halves): what only threads call is
+    compiled by ``compile_kernels`` too (it runs the sample split in threads as well)."""
+    _probe("RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50", threads=2, events=120_000)

@@ -377,26 +377,11 @@ class LinearStream(Partitions):
             self._n_batches += 1
             shared = self._lead_encoding(n_new)
             views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
-            pid = shared[1] if shared is not None else self.ids(df)
-            n_parts = max(len(self.keys), 1)
-            if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
-                cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
-            elif shared is not None:
-                cls, cls_prog = self._classes(df)
-            elif views is not None:  # type codes and kept events per partition in one pass (halves in threads)
-                cls = np.empty(n_new, np.int32)
-                cls_prog = self._code_programs()
-                counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
-                                                                  n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
-                                     halves)
-            elif not self.mask_exprs and self.type_codes.is_categorical(df):  # the same from physical ids
-                phys, lut = self.type_codes.category_ids(df[self.type_codes.type_col])
-                cls = np.empty(n_new, np.int32)
-                cls_prog = self._code_programs()
-                counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog,
-                                                                 pid[r[0]:r[1]], cls[r[0]:r[1]]), halves)
+            if views is not None and len(halves) > 1:  # two threads (no shared encoding, no masks)
+                pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, halves)
             else:
-                cls, cls_prog = self._classes(df)
+                pid = shared[1] if shared is not None else self.ids(df)
+                cls, cls_prog, counts = self._codes(df, shared, views, pid, halves)
             if self.followed:
                 self._encoded = (self._n_batches, pid, cls, cls_prog, counts)
             new_w = self._weights(df)
@@ -511,6 +496,57 @@ class LinearStream(Partitions):
             if len(out_pid):
                 self.outputs.append((out_pid, out_key, out_val))
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
+
+    def _codes(self, df: pl.DataFrame, shared: tuple | None, views: np.ndarray | None, pid: np.ndarray,
+               halves: list) -> tuple:
+        """The type class of each event of ``df``, the programs of the classes, and the kept events per
+        partition (None: not counted here): the lead stream's (``shared``), from the string ``views`` or a
+        Categorical's physical ids with the counts in the same pass (halves in threads), else by expressions."""
+        n_new, n_parts, counts = len(df), max(len(self.keys), 1), None
+        if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
+            cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
+        elif shared is not None:
+            cls, cls_prog = self._classes(df)
+        elif views is not None:  # type codes and kept events per partition in one pass (halves in threads)
+            cls = np.empty(n_new, np.int32)
+            cls_prog = self._code_programs()
+            counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
+                                                              n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
+                                 halves)
+        elif not self.mask_exprs and self.type_codes.is_categorical(df):  # the same from physical ids
+            phys, lut = self.type_codes.category_ids(df[self.type_codes.type_col])
+            cls = np.empty(n_new, np.int32)
+            cls_prog = self._code_programs()
+            counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog,
+                                                             pid[r[0]:r[1]], cls[r[0]:r[1]]), halves)
+        else:
+            cls, cls_prog = self._classes(df)
+        return cls, cls_prog, counts
+
+    def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, halves: list) -> tuple:
+        """On two threads: the partition ids of ``df`` (:meth:`ids`, one serial pass) beside the type
+        codes of its string ``views`` (in eight pieces, the threads take them as they come free), then
+        the kept events per partition in halves. Returns ``(pid, cls, cls_prog, counts)``. Reading
+        16-byte views is the longer step; with the codes and counts in one pass after the ids instead
+        (:func:`view_codes_count`), the ids ran alone on one core (10^6 events, 100 or 10 000 keys, two
+        cores: 0.8-2.1 ms of 30-33 less, docs/performance.md, session 42)."""
+        n = len(df)
+        cls = np.empty(n, np.int32)
+        step = n // 8 + 1
+        pieces = [(a, min(a + step, n)) for a in range(0, n, step)]
+        vh = self.type_codes.view_hash
+
+        def run(piece):
+            if piece is None:
+                return self.ids(df)
+            K.view_codes(views[piece[0]:piece[1]], *vh, cls[piece[0]:piece[1]])
+            return None
+
+        pid = map_threads(run, [None, *pieces], costs=[n] + [b - a for a, b in pieces])[0]  # the ids first
+        cls_prog = self._code_programs()
+        n_parts = max(len(self.keys), 1)
+        counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]), halves)
+        return pid, cls, cls_prog, counts
 
     def _lead_encoding(self, n_new: int) -> tuple | None:
         """The lead stream's encoding of this batch (partition ids, type classes, kept events per

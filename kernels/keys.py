@@ -23,24 +23,6 @@ def min_max(vals):
     return lo, hi
 
 
-@jit_reading("t")
-def first_descent(t):
-    """The first ``i`` with ``t[i] < t[i - 1]`` (-1: ``t`` is ascending); a check of time order that
-    callers run on overlapping pieces in threads (``cepvec/runtime/prepare.py``)."""
-    n = t.shape[0]
-    for a in range(1, n, 4096):  # blocks without an exit inside, which the compiler vectorises
-        x = t[a:min(a + 4096, n)]
-        y = t[a - 1:a - 1 + x.shape[0]]
-        down = 0
-        for i in range(x.shape[0]):  # (from 0 over slices: no negative-index wraparound to test)
-            down += x[i] < y[i]
-        if down:
-            for i in range(x.shape[0]):
-                if x[i] < y[i]:
-                    return a + i
-    return -1
-
-
 @jit_reading("vals")
 def dense_ids_direct(vals, vmin, direct, n_known, ids):
     """Dense id per int64 key through a direct table (``direct[v - vmin]``, -1: new key),

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import cepvec
 from cepvec.kernels import _jit
 from cepvec.kernels.keys import stable_order
-from cepvec.runtime.prepare import prepare, time_order
+from cepvec.runtime.prepare import time_order
 from tests.strategies import examples
 
 I64 = st.integers(-2**63, 2**63 - 1)
@@ -56,41 +56,3 @@ def test_unsorted_input_gives_the_rows_of_its_sorted_copy(monkeypatch, shuffle):
     ordered = ev.with_row_index("r").sort("time", "r").drop("r")
     assert cepvec.run(text, ev).equals(cepvec.run(text, ordered))
 
-
-@pytest.mark.parametrize("n", [0, 1, 2, 4096, 4097, 8193, 20_000])
-def test_first_descent_finds_the_first_step_back(n):
-    """``first_descent`` (the time-order check of long columns) against NumPy: one descent anywhere (the
-    ends, either side of a 4096-block boundary), two, ties (not a descent), none."""
-    from cepvec.kernels.keys import first_descent
-
-    def want(t):
-        d = np.flatnonzero(t[1:] < t[:-1])
-        return int(d[0]) + 1 if len(d) else -1
-
-    t = np.arange(n, dtype=np.int64) // 3  # ties
-    assert first_descent(t) == want(t) == -1
-    for at in sorted({1, 2, 4095, 4096, 4097, 4098, n // 2, n - 1} & set(range(1, n))):
-        u = t.copy()
-        u[at] = u[at - 1] - 1
-        assert first_descent(u) == want(u) == at, at
-        u[n - 1] = -2**63
-        assert first_descent(u) == want(u), at
-
-
-@pytest.mark.parametrize("at", ["first half", "at the cut", "after the cut", "sorted"])
-def test_time_order_check_in_halves_sees_a_descent_at_the_cut(monkeypatch, at):
-    """On two threads a long time column is checked in two halves that overlap by one row: a step back
-    from the last row of the first half to the first of the second is seen, and sorted."""
-    monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
-    n = 200_000
-    from cepvec.runtime import threads
-
-    (_, m), _ = threads.halves(n)
-    t = np.arange(n, dtype=np.int64)
-    pos = {"first half": 1000, "at the cut": m, "after the cut": m + 1, "sorted": None}[at]
-    if pos is not None:
-        t[pos] = t[pos - 1] - 5
-    ev = pl.DataFrame({"type": np.array(list("ABC"))[np.arange(n) % 3], "time": t})
-    prep = prepare(cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, B)"), ev)
-    assert prep.df["time"].is_sorted()
-    assert prep.df["time"].equals(pl.Series("time", np.sort(t))) and (pos is None) == prep.df.equals(ev)

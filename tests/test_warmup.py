@@ -117,6 +117,6 @@ def _probe(text: str, threads: int, events: int) -> None:
 
 def test_compile_kernels_covers_what_a_large_run_in_threads_calls():
     """The same on two threads, on 120 000 events (long columns are cut in halves, the partition ids
-    are numbered beside the type codes, the time order is checked in halves): what only threads call is
-    compiled by ``compile_kernels`` too (it runs the sample split in threads as well)."""
+    are numbered beside the type codes): what only threads call is compiled by ``compile_kernels`` too
+    (it runs the sample split in threads as well)."""
     _probe("RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50", threads=2, events=120_000)

@@ -235,7 +235,7 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
             f"time column '{q.time_col}' has {nulls} null value(s) (first at row {first}); every event "
             "needs an occurrence time. Drop or fill those rows")
     times = times.rename("__time")
-    if sort and len(times) > 1 and not _is_sorted(times):
+    if sort and len(times) > 1 and not times.is_sorted():
         # Documented: local runs sort by time (stable). Equal times never combine in one match,
         # so the order among ties cannot change a result.
         order = time_order(times.to_numpy())
@@ -288,22 +288,6 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
 #: Times and the window ends computed from them stay within +-2^61 (the kernels keep sentinels
 #: and window arithmetic beyond it): in nanoseconds, 1970 +- 73 years (until 2043).
 TIME_LIMIT = 1 << 61
-
-
-def _is_sorted(times: pl.Series) -> bool:
-    """Whether the int64 ``times`` ascend: Polars' flag or check below ``NUMPY_BELOW`` times, else
-    :func:`kernels/keys.py::first_descent`, on two overlapping halves in two threads where there are
-    two (a read of the column; 10^6 times: 0.4-1.0 ms on two threads, 0.4-1.5 ms for Polars' check)."""
-    from cepvec.kernels import _jit
-
-    if len(times) < _jit.NUMPY_BELOW or times.flags["SORTED_ASC"] or times.n_chunks() > 1:
-        return times.is_sorted()
-    from cepvec.kernels.keys import first_descent
-    from cepvec.runtime import threads
-
-    tv = times.to_numpy()
-    parts = threads.halves(len(tv))
-    return all(i < 0 for i in threads.map_threads(lambda r: first_descent(tv[max(r[0] - 1, 0):r[1]]), parts))
 
 
 def time_order(tv):

@@ -114,6 +114,7 @@ class _Partition:
         self.max_span = max_span
         self._memo: dict[int, list[Match]] = {}
         self._cand: dict[int, list[int]] = {}
+        self._spans: dict[int, list[tuple[int, int]]] = {}
         self._qualified = q.qualified_equivalences  # (a property of the query, computed per access)
 
     # candidates of an occurrence: type test + local predicates
@@ -287,8 +288,11 @@ class _Partition:
         return True
 
     def neg_spans(self, neg_id: int) -> list[tuple[int, int]]:
-        n = self.q.negations[neg_id]
-        return sorted({(m.first, m.last) for m in self.matches(n.node)})
+        """The (first, last) times of the matches of negation ``neg_id``, sorted, without repeats
+        (memoised, as the matches are: every join guarded by it asks again)."""
+        if neg_id not in self._spans:
+            self._spans[neg_id] = sorted({(m.first, m.last) for m in self.matches(self.q.negations[neg_id].node)})
+        return self._spans[neg_id]
 
 
 def run_state(q: Query, rows: list[dict], binding) -> dict:

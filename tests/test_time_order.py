@@ -55,4 +55,3 @@ def test_unsorted_input_gives_the_rows_of_its_sorted_copy(monkeypatch, shuffle):
     text = "RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 40 SLIDE 20"
     ordered = ev.with_row_index("r").sort("time", "r").drop("r")
     assert cepvec.run(text, ev).equals(cepvec.run(text, ordered))
-

@@ -68,7 +68,7 @@ def pytest_unconfigure(config):
 
 def _start_prewarm():
     """Under pytest-xdist: compile the kernel specialisations the suite meets (recorded in
-    ``tests/fixtures/kernel_signatures.json``) into the Numba cache, one process per core beside the
+    ``tests/fixtures/kernel_signatures.json``) into the Numba cache, one process per two cores beside the
     workers (``tests/kernel_signatures.py`` says why, and how to regenerate the record).
     ``CEPVEC_TEST_PREWARM=0`` turns it off."""
     import subprocess

@@ -5,7 +5,7 @@ specialisations (value dtypes, read-only flags, Arrow and Polars inputs, the
 Spark workers' calls). Compiled only as the tests meet them, the cores idle
 while a worker waits on Spark's JVM, and fresh runs took 325-493 s here
 against 234 s warm. ``tests/conftest.py`` starts compiling the recorded
-specialisations beside the workers, one process per core, longest first,
+specialisations beside the workers, in one process per two cores, longest first,
 into the cache the workers load. Processes that share a cache compile a
 kernel once (``kernels/_jit.py::_CompileOnce``): a worker that needs a
 kernel being compiled waits for it, and one the record has not reached yet
@@ -112,11 +112,16 @@ def schedule(entries: list[dict], processes: int) -> list[list[dict]]:
 
 
 def compile_recorded(processes: int | None = None, record: Path = RECORD) -> list[str]:
-    """Compile the recorded specialisations in ``processes`` processes (default: one per core); returns
-    what failed (stale entries)."""
+    """Compile the recorded specialisations in ``processes`` processes (default: one per two cores, beside
+    the one pytest-xdist worker per core); returns what failed (stale entries).
+
+    Not one per core: on 2 cores, two compiling processes beside the two workers made the cold suite take
+    35-45 CPU-s more than one (alternating fresh-cache runs, docs/performance.md session 43), and the
+    cores were busy throughout either way."""
     entries = json.loads(record.read_text())["kernels"]
     if processes is None:
-        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        processes = max(1, cores // 2)
     parts = schedule(entries, max(1, processes))
     with ProcessPoolExecutor(len(parts), mp_context=multiprocessing.get_context("spawn")) as pool:
         done = [f.result() for f in [pool.submit(_compile, part) for part in parts]]

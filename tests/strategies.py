@@ -21,6 +21,7 @@ import itertools
 import os
 
 import polars as pl
+import pytest
 from hypothesis import assume
 from hypothesis import strategies as st
 
@@ -30,7 +31,8 @@ from cepvec.errors import CepvecError
 # --------------------------------------------------------------------------- test profiles
 # The default profile keeps the whole suite under 5 minutes on 2 cores; ``pytest --slow``
 # (tests/conftest.py sets CEPVEC_TESTS=slow) runs the exhaustive profile: the tests marked
-# ``slow``, full Hypothesis example counts and exhaustive sweeps one event longer.
+# ``slow``, full Hypothesis example counts, exhaustive sweeps one event longer, and every pair
+# of the sweeps parametrised with :func:`half_of_pairs`.
 SLOW = os.environ.get("CEPVEC_TESTS") == "slow"
 
 
@@ -42,6 +44,15 @@ def examples(n: int) -> int:
 def sweep_size(n: int) -> int:
     """Longest stream of an exhaustive sweep: ``n`` in the slow profile, ``n - 1`` by default."""
     return n if SLOW else n - 1
+
+
+def half_of_pairs(xs, ys, keep=lambda i, j: (i + j) % 2 == 0, ids=None) -> list:
+    """``pytest.param(x, y)`` for every pair of ``xs`` and ``ys`` (for ``pytest.mark.parametrize`` of two
+    names), those ``keep(i, j)`` rejects marked ``slow``: the default profile runs half of the pairs,
+    alternating, so every x and every y still runs; ``--slow`` runs every pair. ``ids(x, y)``: a test id."""
+    return [pytest.param(x, y, marks=[] if keep(i, j) else [pytest.mark.slow],
+                         **({"id": ids(x, y)} if ids is not None else {}))
+            for i, x in enumerate(xs) for j, y in enumerate(ys)]
 
 
 TYPES = "ABCD"

@@ -24,7 +24,8 @@ from polars.testing import assert_frame_equal
 import cepvec
 from cepvec.registry import engine_support, run_engine
 from cepvec.runtime.prepare import prepare
-from tests.strategies import SLOW, examples, make_frame, query_and_stream, sweep_size, tiny_streams
+from tests.strategies import (SLOW, examples, half_of_pairs, make_frame, query_and_stream, sweep_size,
+                              tiny_streams)
 from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -75,11 +76,7 @@ def _frame(ev) -> pl.DataFrame:
                          "x": [e[3] for e in ev]}, schema=_SCHEMA)
 
 
-# default profile: half of the (shape, window) pairs, alternating, so each shape and each window still runs;
-# --slow runs every pair
-@pytest.mark.parametrize(("shape", "window"), [
-    pytest.param(sh, w, marks=[pytest.mark.slow] if (i + j) % 2 else [])
-    for i, sh in enumerate(SHAPES) for j, w in enumerate(WINDOWS)])
+@pytest.mark.parametrize(("shape", "window"), half_of_pairs(SHAPES, WINDOWS))
 def test_exhaustive_tiny_streams(shape, window):
     """Every stream of up to sweep_size(5) events: the engine gives the reference engine's rows.
 

@@ -21,7 +21,7 @@ from cepvec.runtime import threads
 from cepvec.runtime.order_keys import order_keys, order_values
 from cepvec.registry import engine_support, greta_path, run_engine
 from cepvec.runtime.prepare import prepare
-from tests.strategies import tiny_streams
+from tests.strategies import half_of_pairs, tiny_streams
 from tests.test_engine_agreement import SHAPES, WINDOWS
 from tests.test_oracle_agreement import rows_differ
 
@@ -56,8 +56,7 @@ def _check(text: str, df: pl.DataFrame, engine: str, cuts=None):
         assert diff is None, f"{engine} cut at {cuts}: {text}: {diff}"
 
 
-@pytest.mark.parametrize("window", WINDOWS)
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(("shape", "window"), half_of_pairs(SHAPES, WINDOWS))
 def test_exhaustive_min_max(shape, window):
     other = "MIN(B.x)" if "B" in shape else "COUNT(A)"
     text = (f"RETURN sid, COUNT(*), MIN(A.x), MAX(A.x), {other}, SUM(A.x) PATTERN {shape} "

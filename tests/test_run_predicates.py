@@ -26,7 +26,7 @@ from cepvec.paths.match.run import MatchGraph
 from cepvec.paths.match.runs import RunMatches
 from cepvec.registry import choose, run_engine
 from cepvec.runtime.prepare import prepare
-from tests.strategies import examples, sweep_size, tiny_streams
+from tests.strategies import examples, half_of_pairs, sweep_size, tiny_streams
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
 
@@ -267,8 +267,7 @@ def test_run_predicates_agree_with_brute_force(events, spec, strategy, within, o
     check(spec, events, strategy, within, overlap)
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize(("spec", "strategy"), half_of_pairs(SPECS, STRATEGIES, ids=lambda s, g: f"{g}-{s.name}"))
 def test_exhaustive_tiny_streams(spec, strategy):
     """Every stream of up to 4 (5 with --slow) events over times 0, 1, 3; x varies with stream and position.
 

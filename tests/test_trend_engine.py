@@ -29,7 +29,7 @@ from cepvec.paths.trend.run import TrendRun, TrendStream, run_trend
 from cepvec.registry import choose, engine_support, greta_path
 from cepvec.runtime.prepare import prepare
 from cepvec.generators import cluster_monitoring, stock_trades
-from tests.strategies import examples, streams, tiny_streams
+from tests.strategies import examples, half_of_pairs, streams, tiny_streams
 from tests.test_oracle_agreement import rows_differ
 
 pytestmark = pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")
@@ -95,8 +95,8 @@ def placement(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("window", WINDOWS)
-@pytest.mark.parametrize("shape", SHAPES, ids=[f"{p} WHERE {e}" for p, e, _ in SHAPES])
+@pytest.mark.parametrize(("shape", "window"),
+                         half_of_pairs(SHAPES, WINDOWS, ids=lambda s, w: f"{s[0]} WHERE {s[1]}-{w}"))
 def test_exhaustive_tiny_streams(shape, window, placement):
     pattern, edge, v = shape
     text = (f"RETURN sid, COUNT(*), COUNT({v}), SUM({v}.x), AVG({v}.x) PATTERN {pattern} "

@@ -50,8 +50,7 @@ def half_of_pairs(xs, ys, keep=lambda i, j: (i + j) % 2 == 0, ids=None) -> list:
     """``pytest.param(x, y)`` for every pair of ``xs`` and ``ys`` (for ``pytest.mark.parametrize`` of two
     names), those ``keep(i, j)`` rejects marked ``slow``: the default profile runs half of the pairs,
     alternating, so every x and every y still runs; ``--slow`` runs every pair. ``ids(x, y)``: a test id."""
-    return [pytest.param(x, y, marks=[] if keep(i, j) else [pytest.mark.slow],
-                         **({"id": ids(x, y)} if ids is not None else {}))
+    return [pytest.param(x, y, marks=[] if keep(i, j) else [pytest.mark.slow], id=ids(x, y) if ids else None)
             for i, x in enumerate(xs) for j, y in enumerate(ys)]
 
 

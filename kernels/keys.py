@@ -1,6 +1,6 @@
 """Dense partition ids for integer key columns: a direct table for a small key range, an
 open-addressing hash table otherwise; new keys are numbered in order of first appearance; the
-check of hashed string keys on their Arrow views; the stable order of unsorted times. Pure array
+same for strings read from their Arrow views; the stable order of unsorted times. Pure array
 functions, shared by every path (:class:`cepvec.runtime.partitions.Partitions`,
 :func:`cepvec.runtime.prepare.time_order`)."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline, jit_reading
-from .views import VIEW_HI_MASK, VIEW_LO_MASK, byte_at
+from ._jit import jit, jit_body, jit_callee, jit_inline, jit_reading
+from .views import VIEW_HI_MASK, VIEW_LO_MASK, byte_at, word_at
 
 
 @jit_reading("vals")
@@ -50,70 +50,125 @@ def _slot(v, shift):
     return np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift))
 
 
-@jit_reading("vals")
-def dense_ids(vals, tab_key, tab_id, n_known, ids):
-    """Dense id per int64 key (open addressing) into ``ids``, new keys numbered from ``n_known``.
+#: tables of up to this many int64 words (8 MB) are kept at most a quarter full, larger ones half full:
+#: fewer probes while the table fits the caches; past them, half the memory to fault in, fill and copy
+#: as it grows (at 6·10^5 keys a half-full table took half the time; docs/performance.md, session 44)
+QUARTER_FULL_UP_TO = 1 << 20
 
-    Returns ``(first, tab_key, tab_id)``: ``first`` holds the row of each new key's first
-    appearance (in order: new key ``n_known + j`` is ``vals[first[j]]``); the table is grown (and
-    returned) when more than half full. Empty slots have ``tab_id < 0``.
-    """
-    n = vals.shape[0]
-    size = tab_key.shape[0]
+
+def key_table(n_keys: int = 0, width: int = 2) -> np.ndarray:
+    """An empty hash table for :func:`dense_ids` with room for ``n_keys`` keys: ``(size, 2)`` int64
+    rows of (key, id), ``id < 0`` in an empty slot (key and id side by side: one cache line a probe);
+    ``width`` 3: a table for :func:`view_ids`."""
+    size = 16
+    while n_keys > _capacity.py_func(size, width):
+        size *= 2
+    table = np.empty((size, width), np.int64)
+    table[:, -1] = -1
+    return table
+
+
+@jit_body
+def _capacity(size, width):
+    """How many keys a table of ``size`` slots of ``width`` words holds before it grows."""
+    return size // 4 if size * width <= QUARTER_FULL_UP_TO else size // 2
+
+
+@jit_body
+def _shift_of(size):
+    """The shift of :func:`_slot` for a table of ``size`` slots (a power of two)."""
     shift = 64
     while (1 << (64 - shift)) < size:
         shift -= 1
-    first = np.empty(16, np.int64)
-    n_new = 0
-    used = n_known
+    return shift
+
+
+@jit_body
+def _enter(table, j, k0, k1, p, first, n_new, i):
+    """Key ``k0`` (a table of width 2) or ``(k0, k1)`` (width 3) into the empty slot ``j`` with id
+    ``p``, first seen at row ``i`` (``first[n_new]``); returns ``p`` and the next id and ``n_new``."""
+    w = table.shape[1]
+    table[j, 0] = k0
+    if w == 3:
+        table[j, 1] = k1
+    table[j, w - 1] = p
+    first[n_new] = i
+    return p, p + 1, n_new + 1
+
+
+@jit_callee
+def _grown(table, shift):
+    """``table`` (slots ``2**(64 - shift)``; a :func:`key_table` or a :func:`view_table`) rehashed
+    into twice as many slots."""
+    size, w = table.shape
+    size2 = 2 * size
+    t2 = np.empty((size2, w), np.int64)
+    for j in range(size2):
+        t2[j, w - 1] = -1
+    for j in range(size):
+        if table[j, w - 1] >= 0:
+            h = _slot(table[j, 0], shift - 1) if w == 2 else _slot2(table[j, 0], table[j, 1], shift - 1)
+            while t2[h, w - 1] >= 0:
+                h = (h + 1) & (size2 - 1)
+            for c in range(w):
+                t2[h, c] = table[j, c]
+    return t2
+
+
+@jit_callee
+def _number(vals, start, table, shift, used, ids, first, n_new):
+    """Ids of ``vals[start:]`` into ``ids`` from ``table`` (a new key takes the id ``used``, its row goes
+    to ``first[n_new]``), until a new key finds the table at its capacity. Returns the row it stopped
+    at and the new ``used`` and ``n_new``. No array is rebound in the loop (Numba then counts no
+    references in it)."""
+    mask = table.shape[0] - 1
+    limit = _capacity(table.shape[0], 2)
     last_key = np.int64(0)
     last_id = np.int64(-1)
-    for i in range(n):
+    for i in range(start, vals.shape[0]):
         v = vals[i]
-        if last_id >= 0 and v == last_key:
+        if v == last_key and last_id >= 0:  # runs of one key skip the probe
             ids[i] = last_id
             continue
         j = _slot(v, shift)
-        while True:
-            if tab_id[j] < 0:
-                if 2 * (used + 1) > size:
-                    size2 = 2 * size
-                    shift -= 1
-                    k2 = np.empty(size2, np.int64)  # empty + loops: np.zeros / np.full cost compile time
-                    i2 = np.empty(size2, np.int64)
-                    for jj in range(size2):
-                        i2[jj] = -1
-                    for jj in range(size):
-                        if tab_id[jj] >= 0:
-                            h = _slot(tab_key[jj], shift)
-                            while i2[h] >= 0:
-                                h = (h + 1) & (size2 - 1)
-                            k2[h] = tab_key[jj]
-                            i2[h] = tab_id[jj]
-                    tab_key = k2
-                    tab_id = i2
-                    size = size2
-                    j = _slot(v, shift)
-                    continue
-                tab_key[j] = v
-                tab_id[j] = used
-                if n_new == first.shape[0]:
-                    nk = np.empty(2 * n_new, np.int64)
-                    for c in range(n_new):  # a loop: slice assignment compiles shape-error formatting (~1.5 s cold)
-                        nk[c] = first[c]
-                    first = nk
-                first[n_new] = i
-                n_new += 1
-                used += 1
-                ids[i] = tab_id[j]
-                break
-            if tab_key[j] == v:
-                ids[i] = tab_id[j]
-                break
-            j = (j + 1) & (size - 1)
+        while table[j, 1] >= 0 and table[j, 0] != v:
+            j = (j + 1) & mask
+        p = table[j, 1]
+        if p < 0:
+            if used >= limit:
+                return i, used, n_new
+            p, used, n_new = _enter(table, j, v, v, used, first, n_new, i)
+        ids[i] = p
         last_key = v
-        last_id = ids[i]
-    return first[:n_new].copy(), tab_key, tab_id
+        last_id = p
+    return vals.shape[0], used, n_new
+
+
+@jit_inline
+def _slot2(k0, k1, shift):
+    """:func:`_slot` of a key of two words."""
+    h = (np.uint64(k0) * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(k1) * np.uint64(0xC2B2AE3D27D4EB4F))
+    return np.int64(h >> np.uint64(shift))
+
+
+@jit_reading("vals")
+def dense_ids(vals, table, n_known, ids):
+    """Dense id per int64 key (open addressing, linear probing) into ``ids``, new keys numbered from
+    ``n_known`` (the table holds at most ``n_known`` keys).
+
+    Returns ``(first, table)``: ``first`` holds the row of each new key's first appearance (in
+    order: new key ``n_known + j`` is ``vals[first[j]]``); ``table`` (:func:`key_table`) is grown,
+    and returned, when it reaches its capacity.
+    """
+    n = vals.shape[0]
+    shift = _shift_of(table.shape[0])
+    first = np.empty(n, np.int64)  # untouched pages cost nothing
+    i, used, n_new = _number(vals, 0, table, shift, n_known, ids, first, 0)
+    while i < n:
+        table = _grown(table, shift)
+        shift -= 1
+        i, used, n_new = _number(vals, i, table, shift, used, ids, first, n_new)
+    return first[:n_new].copy(), table
 
 
 @jit
@@ -125,38 +180,112 @@ def renumber_new(ids, n_known, remap):
             ids[i] = remap[p - n_known]
 
 
-@jit
-def views_equal_first(views, addrs, ids, first, lo, hi):
-    """True when the string of every row ``i`` in ``[lo, hi)`` equals the string of the first row
-    of its id (``first[ids[i]]``), read from Arrow string views: ``views`` the (n, 2) uint64 view words,
-    ``addrs`` the addresses of the variadic data buffers (strings over 12 bytes; see
-    ``kernels/views.py``). Checks ids taken from a hash of the strings."""
+#: the key of a null string in :func:`view_ids`: a length field of 2**32 - 1 (an Arrow view's length
+#: is an int32, so no string has it)
+NULL_VIEW_KEY = np.int64(-1)
+
+
+@jit_body
+def _view_key(views, i, addrs, lo_mask, hi_mask):
+    """Two words that identify the string of view ``i``: an inline string's view words with the bytes
+    past its length cleared (the string itself), a longer one's length and first four bytes and a hash
+    of all its bytes."""
+    lo = views[i, 0]
+    hi = views[i, 1]
+    n = np.int64(lo & np.uint64(0xFFFFFFFF))
+    if n <= 12:
+        return np.int64(lo & lo_mask[n]), np.int64(hi & hi_mask[n])
+    p = addrs[np.int64(hi & np.uint64(0xFFFFFFFF))] + np.int64(hi >> np.uint64(32))
+    m = np.uint64(0xC2B2AE3D27D4EB4F)
+    h = np.uint64(n) * m
+    k = 0
+    while k + 8 <= n:
+        h = (h ^ word_at(p + k)) * m
+        h ^= h >> np.uint64(31)
+        k += 8
+    tail = np.uint64(0)
+    for b in range(k, n):
+        tail |= np.uint64(byte_at(p + b)) << np.uint64(8 * (b - k))
+    h = (h ^ tail) * m
+    return np.int64(lo), np.int64(h ^ (h >> np.uint64(29)))
+
+
+@jit_body
+def _same_long(views_a, a, views_b, b, addrs):
+    """Whether the long strings of views ``views_a[a]`` and ``views_b[b]`` (one length) hold the same bytes."""
+    n = np.int64(views_a[a, 0] & np.uint64(0xFFFFFFFF))
+    ha = views_a[a, 1]
+    hb = views_b[b, 1]
+    pa = addrs[np.int64(ha & np.uint64(0xFFFFFFFF))] + np.int64(ha >> np.uint64(32))
+    pb = addrs[np.int64(hb & np.uint64(0xFFFFFFFF))] + np.int64(hb >> np.uint64(32))
+    if pa == pb:
+        return True
+    k = 4  # the first four bytes are in the key
+    while k + 8 <= n:
+        if word_at(pa + k) != word_at(pb + k):
+            return False
+        k += 8
+    for c in range(k, n):
+        if byte_at(pa + c) != byte_at(pb + c):
+            return False
+    return True
+
+
+@jit_body
+def _same_as_first(views, i, p, ref, ref_first, n_known, first, addrs):
+    """Whether the long string of view ``i`` equals the first of id ``p``: see :func:`_number_views`."""
+    known = p < n_known  # (one call: the body is typed and compiled once)
+    return _same_long(ref if known else views, ref_first[p] if known else first[p - n_known], views, i, addrs)
+
+
+@jit_callee
+def _number_views(views, addrs, nulls, ref, ref_first, start, table, shift, n_known, used, ids, first, n_new):
+    """:func:`_number` for :func:`view_ids`: slots ``(k0, k1, id)``; a long string whose two words
+    match a slot's is compared with the first row of that slot's id: ``ref[ref_first[id]]`` for the ids
+    below ``n_known`` (the keys the table held before the call), ``views[first[id - n_known]]`` for the others."""
+    mask = table.shape[0] - 1
+    limit = _capacity(table.shape[0], 3)
     lo_mask = VIEW_LO_MASK
     hi_mask = VIEW_HI_MASK
-    len_bits = np.uint64(0xFFFFFFFF)
-    for i in range(lo, hi):
-        r = first[ids[i]]
-        if r == i:
-            continue
-        a0, a1 = views[i, 0], views[i, 1]
-        b0, b1 = views[r, 0], views[r, 1]
-        n = np.int64(a0 & len_bits)
-        if n != np.int64(b0 & len_bits):
-            return False
-        if n <= 12:
-            if (a0 ^ b0) & lo_mask[n] != 0 or (a1 ^ b1) & hi_mask[n] != 0:
-                return False
-            continue
-        if a0 != b0:  # the first four bytes (the view's prefix)
-            return False
-        pa = addrs[np.int64(a1 & len_bits)] + np.int64(a1 >> np.uint64(32))
-        pb = addrs[np.int64(b1 & len_bits)] + np.int64(b1 >> np.uint64(32))
-        if pa == pb:
-            continue
-        for k in range(4, n):
-            if byte_at(pa + k) != byte_at(pb + k):
-                return False
-    return True
+    has_nulls = nulls.shape[0] > 0
+    for i in range(start, views.shape[0]):
+        if has_nulls and nulls[i]:  # (a null's view is not read; a test inside _view_key cost 25x)
+            k0 = k1 = NULL_VIEW_KEY
+        else:
+            k0, k1 = _view_key(views, i, addrs, lo_mask, hi_mask)
+        j = _slot2(k0, k1, shift)
+        while True:  # (one condition: a flag for inline keys set before the loop cost 75 % more)
+            p = table[j, 2]
+            if p < 0 or (table[j, 0] == k0 and table[j, 1] == k1
+                         and ((k0 & 0xFFFFFFFF) <= 12 or k0 == NULL_VIEW_KEY  # the words are the string
+                              or _same_as_first(views, i, p, ref, ref_first, n_known, first, addrs))):
+                break
+            j = (j + 1) & mask
+        if p < 0:
+            if used >= limit:
+                return i, used, n_new
+            p, used, n_new = _enter(table, j, k0, k1, used, first, n_new, i)
+        ids[i] = p
+    return views.shape[0], used, n_new
+
+
+@jit
+def view_ids(views, addrs, nulls, ref, ref_first, table, n_known, ids):
+    """:func:`dense_ids` of the strings of Arrow string views: ``views`` the (n, 2) uint64 view
+    words, ``addrs`` the addresses of the column's variadic data buffers (``kernels/views.py``),
+    ``nulls`` a flag per row (empty: no null; nulls are one key). Equal ids mean equal strings: a
+    long string is hashed and then compared byte by byte with the first row of its id. ``table``
+    (:func:`key_table` of width 3) holds ``n_known`` keys, key ``k`` first seen at row
+    ``ref_first[k]`` of ``ref``. Returns ``(first, table)``."""
+    n = views.shape[0]
+    shift = _shift_of(table.shape[0])
+    first = np.empty(n, np.int64)
+    i, used, n_new = _number_views(views, addrs, nulls, ref, ref_first, 0, table, shift, n_known, n_known, ids, first, 0)
+    while i < n:
+        table = _grown(table, shift)
+        shift -= 1
+        i, used, n_new = _number_views(views, addrs, nulls, ref, ref_first, i, table, shift, n_known, used, ids, first, n_new)
+    return first[:n_new].copy(), table
 
 
 @jit_reading("t")

@@ -30,3 +30,16 @@ def byte_at(typingctx, addr):
         return builder.load(ptr)
 
     return sig, codegen
+
+
+@intrinsic
+def word_at(typingctx, addr):
+    """The 8 bytes at memory address ``addr`` (int64, any alignment) as a little-endian uint64:
+    :func:`byte_at` a word at a time (the caller reads only inside the string)."""
+    sig = types.uint64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint64)))
+        return builder.load(ptr, align=1)
+
+    return sig, codegen

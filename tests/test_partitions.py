@@ -21,7 +21,7 @@ Q = cepvec.compile("RETURN id, COUNT(*) PATTERN SEQ(A, B) WHERE [id] GROUP-BY id
 
 POOLS = {
     "string": (pl.String, ["a", "b", "long key past twelve bytes", "", None, "é"]),
-    # no null: the hash is checked on the Arrow string views (kernels/keys.py::views_equal_first)
+    # ids from the Arrow string views (kernels/keys.py::view_ids): inline ones, long ones alike in length and prefix
     "string views": (pl.String, ["a", "b", "long key past twelve bytes", "long key past twelve bytez", "",
                                  "é", "abcdefghijkl", "abcdefghijkm", "abcdefghijklm"]),
     "categorical": (pl.Categorical, ["x", "y", "z", None]),
@@ -110,53 +110,72 @@ def test_coded_ids_of_every_pair_in_two_orders(kind):
 
 
 def test_a_hash_collision_falls_back_to_the_join(monkeypatch):
-    """Every string hashed to one code: the check finds rows of one code with different keys."""
+    """Strings without Arrow views (hashed to int64 codes), every one hashed to one code: the check
+    finds rows of one code with different keys."""
     col = pl.Series("id", ["a", "b", "a", None, "c"])
     monkeypatch.setattr(P, "CODED_IDS_FROM", 0)
+    monkeypatch.setattr(P, "string_view_array", lambda *a, **k: None)
     monkeypatch.setattr(P, "_row_codes", lambda c: (np.zeros(len(c), np.int64), False))
     got = P.Partitions(Q, {"id": pl.String}).ids(pl.DataFrame({"id": col}))
     assert got.tolist() == [0, 1, 0, 2, 3]
 
 
 @pytest.mark.parametrize("values", [["a", "b", "a", "c"], ["long key past twelve bytes", "long key past twelve bytez"],
-                                    ["abcdefghijkl", "abcdefghijkm"], ["abc", "abcd"], ["", "x"]])
-def test_a_hash_collision_of_null_free_strings_falls_back_to_the_join(monkeypatch, values):
-    """The same with strings read from their Arrow views: inline ones (up to 12 bytes) and long
-    ones that share their length and first four bytes."""
+                                    ["abcdefghijkl", "abcdefghijkm"], ["abc", "abcd"], ["", "x", None]])
+def test_strings_alike_in_their_views_get_the_ids_of_the_join(monkeypatch, values):
+    """Strings read from their Arrow views: inline ones (up to 12 bytes) and long ones that share
+    their length and first four bytes, null and the empty string."""
     monkeypatch.setattr(P, "CODED_IDS_FROM", 0)
-    monkeypatch.setattr(P, "_row_codes", lambda c: (np.zeros(len(c), np.int64), False))
-    df = pl.DataFrame({"id": values + values[::-1]})
+    df = pl.DataFrame({"id": pl.Series(values + values[::-1], dtype=pl.String)})
     got = P.Partitions(Q, {"id": pl.String}).ids(df)
     want = P.Partitions(Q, {"id": pl.String})._joined_ids(df)
     assert got.tolist() == want.tolist()
 
 
 STRINGS = ["", "a", "ab", "é", "abcdefghijkl", "abcdefghijkm", "abcdefghijklm", "long key past twelve bytes",
-           "long key past twelve bytez", "long key, other length", "lonG key past twelve bytes"]
+           "long key past twelve bytez", "long kez past twelve bytes", "long key, other length",
+           "lonG key past twelve bytes", "abcdefghijklmnop", "abcdefghijklmnoq", None]
 
 
 @settings(max_examples=examples(150), deadline=None)
 @given(picks=st.lists(st.integers(0, len(STRINGS) - 1), min_size=1, max_size=60), start=st.integers(0, 3),
-       cut=st.integers(0, 60), merge=st.tuples(st.integers(0, len(STRINGS) - 1), st.integers(0, len(STRINGS) - 1)),
-       two=st.booleans())
-def test_the_view_check_finds_exactly_the_rows_that_differ_from_their_first(picks, start, cut, merge, two):
-    """``_same_as_first`` (the check of hashed string ids): true for the ids of the strings, false
-    once two different strings share an id; on a slice (view offset) of a column of two chunks
-    (one with its own long-string buffers), in one pass or two halves on two threads."""
+       cut=st.integers(0, 60), two=st.booleans())
+def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, two):
+    """The ids of a String column read from its Arrow views (``kernels/keys.py::view_ids``): equal
+    ids for equal strings (null one key), numbered in order of first appearance; on a slice (view
+    offset) of a column of two chunks (one with its own long-string buffers), in one pass or two
+    halves on two threads."""
     values = [STRINGS[i] for i in picks]
     head = pl.Series("id", ["pad"] * start + values[:cut], dtype=pl.String)
     col = pl.concat([head, pl.Series("id", values[cut:], dtype=pl.String)], rechunk=False)[start:]
-    local, first = P._local_ids(np.array(picks, np.int64))
-    a, b = merge
-    merged = np.array([a if i == b else i for i in picks], np.int64)
-    m_local, m_first = P._local_ids(merged)
     with pytest.MonkeyPatch.context() as mp:
         if two:
             mp.setenv("CEPVEC_NUM_THREADS", "2")
             mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
-        assert P._same_as_first(col, local, first)
-        want = all(values[i] == values[m_first[m_local[i]]] for i in range(len(values)))
-        assert P._same_as_first(col, m_local, m_first) == want
+        local, first, exact = P._column_ids(col)
+    number: dict = {}
+    assert exact
+    assert local.tolist() == [number.setdefault(v, len(number)) for v in values]
+    assert first.tolist() == [values.index(v) for v in number]
+
+
+def test_long_strings_are_compared_byte_by_byte():
+    """Long strings whose two key words agree (length, first four bytes, hash) are still compared:
+    the comparison of ``view_ids`` finds a difference in any byte past the fourth, at any length."""
+    import numba
+
+    from cepvec.kernels.keys import _same_long
+    from cepvec.runtime.type_codes import string_view_array, view_words_of
+
+    same = numba.njit(lambda v, a, b, addrs: _same_long(v, a, v, b, addrs))  # jitted callers only
+    for n in (13, 15, 16, 20, 24, 31, 40):
+        base = "".join(chr(97 + k % 26) for k in range(n))
+        values = [base, base] + [base[:k] + "#" + base[k + 1:] for k in range(4, n)]
+        arr = string_view_array(pl.Series(values))
+        addrs = np.array([b.address for b in arr.buffers()[2:]], np.int64)
+        views = view_words_of(arr)
+        assert same(views, 0, 1, addrs)
+        assert not any(same(views, 0, j, addrs) for j in range(2, len(values)))
 
 
 @settings(max_examples=examples(150), deadline=None)

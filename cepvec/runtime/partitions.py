@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import _jit
-from cepvec.kernels.keys import dense_ids, dense_ids_direct, min_max, renumber_new, views_equal_first
+from cepvec.kernels.keys import dense_ids, dense_ids_direct, key_table, min_max, renumber_new, view_ids
 from cepvec.runtime import threads
 from cepvec.runtime.type_codes import string_view_array, view_words_of
 
@@ -47,8 +47,7 @@ class Partitions:
             (c, dt), = key_schema.items()
             if dt.is_integer() and dt != pl.UInt64:
                 self.int_key = c
-        self._tab_key = np.zeros(16, np.int64)
-        self._tab_id = np.full(16, -1, np.int64)
+        self._table = key_table()
         self._tab_n = 0  # len(self.keys) the hash table reflects (-1: stale)
 
     def __len__(self) -> int:
@@ -122,25 +121,24 @@ class Partitions:
     def _coded_ids(self, df: pl.DataFrame) -> np.ndarray | None:
         """:meth:`ids` through int64 codes of the rows (None: a key column has no codes for its dtype).
 
-        Each key column's codes (:func:`_row_codes`) get dense ids of this batch in a Numba table
-        (several columns: the ids of the tuples of their ids); the first row of each goes through the
-        join of :meth:`_joined_ids` (a row per distinct key, in order of first appearance, so new keys
-        are numbered as the join of every row numbers them), and every row takes its first row's id.
-        Hashed codes (strings) are checked: a collision (rows with one code and different keys) sends
+        Each key column gets dense ids of this batch (:func:`_column_ids`; several columns: the ids
+        of the tuples of their ids); the first row of each goes through the join of
+        :meth:`_joined_ids` (a row per distinct key, in order of first appearance, so new keys are
+        numbered as the join of every row numbers them), and every row takes its first row's id.
+        Ids from hashed codes are checked: a collision (rows with one code and different keys) sends
         the batch through the join.
         """
         cols = list(self.q.partition_by)
-        coded = [_row_codes(df[c]) for c in cols]
-        if any(x is None for x in coded):
+        per_col = [_column_ids(df[c]) for c in cols]
+        if any(x is None for x in per_col):
             return None
-        local, first = _local_ids(coded[0][0], hashed=not coded[0][1])
-        for codes, exact in coded[1:]:
-            ids2, first2 = _local_ids(codes, hashed=not exact)
+        local, first, _ = per_col[0]
+        for ids2, first2, _ in per_col[1:]:
             m, m2 = len(first), len(first2)
             if m * m2 >= 1 << 62:
                 return None
             local, first = _local_ids(local * m2 + ids2)
-        for c, (_, exact) in zip(cols, coded):
+        for c, (_, _, exact) in zip(cols, per_col):
             if not exact and not _same_as_first(df[c], local, first):
                 return None
         return _renumbered(local, self._distinct_ids(df[first]))
@@ -171,19 +169,14 @@ class Partitions:
         else:
             if self._tab_n != n0:  # rebuild the hash table from the keys (a join added some)
                 known = self.keys.filter(pl.col(c).is_not_null())
-                size = 16
-                while size < 2 * (n0 + 1):
-                    size *= 2
-                self._tab_key = np.zeros(size, np.int64)
-                self._tab_id = np.full(size, -1, np.int64)
                 kv = known[c].cast(pl.Int64).to_numpy()
-                _first, self._tab_key, self._tab_id = dense_ids(kv, self._tab_key, self._tab_id, 0,
-                                                                np.empty(len(kv), np.int64))
+                _first, table = dense_ids(kv, key_table(n0 + 1), 0, np.empty(len(kv), np.int64))
                 # dense_ids numbered them 0..m-1 in order; set the real partition ids
-                used = self._tab_id >= 0
-                self._tab_id[used] = known["__pid"].to_numpy()[self._tab_id[used]]
+                used = table[:, 1] >= 0
+                table[used, 1] = known["__pid"].to_numpy()[table[used, 1]]
+                self._table = table
             ids = np.empty(len(vals), np.int64)
-            first, self._tab_key, self._tab_id = dense_ids(vals, self._tab_key, self._tab_id, n0, ids)
+            first, self._table = dense_ids(vals, self._table, n0, ids)
             new_keys = vals[first]
             self._tab_n = n0
         if len(new_keys):
@@ -217,6 +210,21 @@ class Partitions:
         return key[0] if key else {}
 
 
+def _column_ids(col: pl.Series) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Dense ids of the rows of one key column in order of first appearance, the row of each id's
+    first appearance, and whether equal ids are equal keys (else the ids must be checked, see
+    :func:`_same_as_first`); None for a dtype without codes (:func:`_row_codes`). A String column
+    is read from its Arrow views, exactly; any other through its int64 codes."""
+    arr = string_view_array(col, nulls=True)
+    if arr is not None:
+        return (*_string_ids(col, arr), True)
+    coded = _row_codes(col)
+    if coded is None:
+        return None
+    codes, exact = coded
+    return (*_local_ids(codes, hashed=not exact), exact)
+
+
 def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Dense ids of int64 codes in order of first appearance, and the row of each id's first
     appearance: a direct table over a small range of codes, else a hash table (``hashed``: the
@@ -229,7 +237,50 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
         vmin, vmax = (int(v) for v in min_max(codes))
         if vmax - vmin < min(1 << 20, 8 * n + 1024):
             return local, _direct_ids(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
-    return local, _hashed_ids(codes, local)
+    return _ids_in_halves(n, local, lambda a, b, out: dense_ids(codes[a:b], key_table(), 0, out),
+                          lambda rows, table, first, out: dense_ids(codes[rows], table, len(first), out))
+
+
+def _string_ids(col: pl.Series, arr) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_local_ids` of a String column ``col`` read from its Arrow ``string_view`` array ``arr``
+    (:func:`kernels.keys.view_ids`: inline strings by their view words, longer ones hashed and
+    compared; nulls one key)."""
+    views = view_words_of(arr)
+    addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)  # arr holds the buffers
+    nulls = col.is_null().to_numpy() if col.null_count() else np.zeros(0, np.bool_)
+    none = np.zeros(0, np.int64)
+
+    def rows_of(x, a, b):
+        return x[a:b] if len(x) else x
+
+    def merge(rows, table, first, out):  # the first half's keys were first seen at rows `first` of views
+        picked = views[rows]
+        picked.flags.writeable = False  # the type of the views the table was built on
+        return view_ids(picked, addrs, nulls[rows] if len(nulls) else nulls, views, first, table, len(first), out)
+
+    return _ids_in_halves(len(col), np.empty(len(col), np.int64),
+                          lambda a, b, out: view_ids(views[a:b], addrs, rows_of(nulls, a, b), views[a:b], none,
+                                                     key_table(width=3), 0, out), merge)
+
+
+def _ids_in_halves(n: int, local: np.ndarray, number, merge) -> tuple[np.ndarray, np.ndarray]:
+    """``(local, first)``: dense ids into ``local`` and the first rows, from a hash table.
+
+    ``number(a, b, out)`` numbers rows ``[a, b)`` from an empty table into ``out`` and returns the
+    first rows and the table. A long column is cut in two halves on two threads, each with a table
+    of its own; ``merge(rows, table, first, out)`` then looks the second half's distinct keys (its
+    first ``rows``) up in the first half's ``table`` (keys ``first``) in order of first appearance
+    (a key it did not see takes the next id), and the second half is renumbered.
+    """
+    parts = threads.halves(n)
+    if len(parts) == 1:
+        return local, number(0, n, local)[0]
+    m = parts[1][0]
+    (first, table), (first2, _) = threads.map_threads(lambda r: number(r[0], r[1], local[r[0]:r[1]]), parts)
+    remap = np.empty(len(first2), np.int64)
+    unseen = merge(m + first2, table, first, remap)[0]
+    renumber_new(local[m:], 0, remap)
+    return local, np.concatenate([first, m + first2[unseen]])
 
 
 def _renumbered(local: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -238,38 +289,10 @@ def _renumbered(local: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return local
 
 
-def _hashed_ids(codes: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """:func:`dense_ids` of ``codes`` into ``local`` from an empty table; returns the first rows.
-
-    Two halves of a long column in two threads, each with a table of its own; the second half's
-    keys are then looked up in the first half's table in order of first appearance (a key it did
-    not see takes the next id), and the second half is renumbered.
-    """
-    def one(r):
-        return dense_ids(codes[r[0]:r[1]], np.zeros(16, np.int64), np.full(16, -1, np.int64), 0, local[r[0]:r[1]])
-
-    parts = threads.halves(len(codes))
-    if len(parts) == 1:
-        return one(parts[0])[0]
-    m = parts[1][0]
-    (first, tab_key, tab_id), (first2, _, _) = threads.map_threads(one, parts)
-    remap = np.empty(len(first2), np.int64)
-    unseen = dense_ids(codes[m + first2], tab_key, tab_id, len(first), remap)[0]
-    renumber_new(local[m:], 0, remap)
-    return np.concatenate([first, m + first2[unseen]])
-
-
 def _same_as_first(col: pl.Series, local: np.ndarray, first: np.ndarray) -> bool:
     """Whether every row of ``col`` equals the row ``first[local[i]]`` (null equal to null): the
-    check of ids taken from a hash. A null-free String column is read from its Arrow views by a
-    kernel (two halves of a long column on two threads), any other through Polars."""
-    arr = string_view_array(col)  # holds the buffers the kernel reads
-    if arr is None:
-        return bool(col.eq_missing(col.gather(first).gather(local)).all())
-    views = view_words_of(arr)
-    addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)
-    return all(threads.map_threads(lambda r: views_equal_first(views, addrs, local, first, *r),
-                                   threads.halves(len(col))))
+    check of ids taken from a hash."""
+    return bool(col.eq_missing(col.gather(first).gather(local)).all())
 
 
 #: the code of null in :func:`_row_codes` of a float column (a NaN bit pattern; every NaN of the column

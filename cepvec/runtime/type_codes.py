@@ -46,9 +46,10 @@ def string_views(col: pl.Series):
     return None if arr is None else view_words_of(arr)
 
 
-def string_view_array(col: pl.Series) -> pa.Array | None:
-    """A null-free String column as one Arrow ``string_view`` array (zero-copy), else None."""
-    if not (len(col) and col.dtype == pl.String and col.null_count() == 0):
+def string_view_array(col: pl.Series, nulls: bool = False) -> pa.Array | None:
+    """A null-free String column (``nulls``: any String column) as one Arrow ``string_view`` array
+    (zero-copy), else None."""
+    if not (len(col) and col.dtype == pl.String and (nulls or col.null_count() == 0)):
         return None
     arr = col.to_arrow(compat_level=pl.CompatLevel.newest())
     if isinstance(arr, pa.ChunkedArray):

@@ -74,18 +74,28 @@ class Threads:
         cepvec.run(self.query, self.events)
 
 
-class ThreadsKeys(Threads):
-    """The same runs with the group key as a String (``user-<id>``) or Categorical column: the
-    partition ids of such keys come from hashes checked on the Arrow string views, or from the
-    physical ids (``cepvec/runtime/partitions.py``); they take two threads too."""
+#: group keys of ``ThreadsKeys``: each a different way to the partition ids (cepvec/runtime/partitions.py)
+KEYS = {
+    "string": pl.format("user-{}", "id"),  # read from the Arrow string views (kernels/keys.py::view_ids)
+    "string_nulls": pl.when(pl.col("id") % 10 != 0).then(pl.format("user-{}", "id")),  # a tenth null
+    "categorical": pl.format("user-{}", "id").cast(pl.Categorical),  # physical ids, a direct table
+    "sparse_int": pl.col("id") * 0x9E3779B97F4A7C1 + 12345,  # 64-bit ids: the hash table (kernels/keys.py::dense_ids)
+    "float": pl.col("id") * 1.37 + 0.123,  # the bits of the floats, hashed
+}
 
-    params = [["aseq", "scan"], [100, 10_000], ["string", "categorical"], sorted({1, 2, CORES})]
+
+class ThreadsKeys(Threads):
+    """The same runs with the group key as a String (``user-<id>``, without and with nulls),
+    Categorical, sparse 64-bit integer or float column: the partition ids of such keys come from
+    the Arrow string views, the physical ids or a hash table (``cepvec/runtime/partitions.py``);
+    they take two threads too."""
+
+    params = [["aseq", "scan"], [100, 10_000], list(KEYS), sorted({1, 2, CORES})]
     param_names = ["path", "n_groups", "keys", "threads"]
 
     def setup(self, path, n_groups, keys, threads):
         super().setup(path, n_groups, "uniform", threads)
-        ids = pl.format("user-{}", "id")
-        self.events = self.events.with_columns(ids.cast(pl.Categorical) if keys == "categorical" else ids)
+        self.events = self.events.with_columns(KEYS[keys].alias("id"))
         cepvec.run(self.query, self.events[:2000])
 
 

@@ -98,7 +98,7 @@ def _enter(table, j, k0, k1, p, first, n_new, i):
 
 @jit_callee
 def _grown(table, shift):
-    """``table`` (slots ``2**(64 - shift)``; a :func:`key_table` or a :func:`view_table`) rehashed
+    """``table`` (slots ``2**(64 - shift)``; a :func:`key_table` of width 2 or 3) rehashed
     into twice as many slots."""
     size, w = table.shape
     size2 = 2 * size

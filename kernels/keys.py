@@ -98,21 +98,24 @@ def _enter(table, j, k0, k1, p, first, n_new, i):
 
 @jit_callee
 def _grown(table, shift):
-    """``table`` (slots ``2**(64 - shift)``; a :func:`key_table` of width 2 or 3) rehashed
-    into twice as many slots."""
+    """``table`` (slots ``2**(64 - shift)``; a :func:`key_table` of width 2 or 3) rehashed into twice
+    as many slots, four times as many past the caches (:data:`QUARTER_FULL_UP_TO`: half the copies of
+    a large table as it grows). Returns the table and its shift."""
     size, w = table.shape
-    size2 = 2 * size
+    grow = 1 if size * w < QUARTER_FULL_UP_TO else 2
+    size2 = size << grow
+    shift -= grow
     t2 = np.empty((size2, w), np.int64)
     for j in range(size2):
         t2[j, w - 1] = -1
     for j in range(size):
         if table[j, w - 1] >= 0:
-            h = _slot(table[j, 0], shift - 1) if w == 2 else _slot2(table[j, 0], table[j, 1], shift - 1)
+            h = _slot(table[j, 0], shift) if w == 2 else _slot2(table[j, 0], table[j, 1], shift)
             while t2[h, w - 1] >= 0:
                 h = (h + 1) & (size2 - 1)
             for c in range(w):
                 t2[h, c] = table[j, c]
-    return t2
+    return t2, shift
 
 
 @jit_callee
@@ -165,8 +168,7 @@ def dense_ids(vals, table, n_known, ids):
     first = np.empty(n, np.int64)  # untouched pages cost nothing
     i, used, n_new = _number(vals, 0, table, shift, n_known, ids, first, 0)
     while i < n:
-        table = _grown(table, shift)
-        shift -= 1
+        table, shift = _grown(table, shift)
         i, used, n_new = _number(vals, i, table, shift, used, ids, first, n_new)
     return first[:n_new].copy(), table
 
@@ -211,11 +213,9 @@ def _view_key(views, i, addrs, lo_mask, hi_mask):
 
 
 @jit_body
-def _same_long(views_a, a, views_b, b, addrs):
-    """Whether the long strings of views ``views_a[a]`` and ``views_b[b]`` (one length) hold the same bytes."""
-    n = np.int64(views_a[a, 0] & np.uint64(0xFFFFFFFF))
-    ha = views_a[a, 1]
-    hb = views_b[b, 1]
+def _same_long(n, ha, hb, addrs):
+    """Whether the long strings of length ``n`` whose views' second words are ``ha`` and ``hb`` (buffer
+    index and offset) hold the same bytes."""
     pa = addrs[np.int64(ha & np.uint64(0xFFFFFFFF))] + np.int64(ha >> np.uint64(32))
     pb = addrs[np.int64(hb & np.uint64(0xFFFFFFFF))] + np.int64(hb >> np.uint64(32))
     if pa == pb:
@@ -231,18 +231,11 @@ def _same_long(views_a, a, views_b, b, addrs):
     return True
 
 
-@jit_body
-def _same_as_first(views, i, p, ref, ref_first, n_known, first, addrs):
-    """Whether the long string of view ``i`` equals the first of id ``p``: see :func:`_number_views`."""
-    known = p < n_known  # (one call: the body is typed and compiled once)
-    return _same_long(ref if known else views, ref_first[p] if known else first[p - n_known], views, i, addrs)
-
-
 @jit_callee
-def _number_views(views, addrs, nulls, ref, ref_first, start, table, shift, n_known, used, ids, first, n_new):
-    """:func:`_number` for :func:`view_ids`: slots ``(k0, k1, id)``; a long string whose two words
-    match a slot's is compared with the first row of that slot's id: ``ref[ref_first[id]]`` for the ids
-    below ``n_known`` (the keys the table held before the call), ``views[first[id - n_known]]`` for the others."""
+def _number_views(views, addrs, nulls, start, table, shift, n_known, used, ids, row_of):
+    """:func:`_number` for :func:`view_ids` (rows from ``start``; ``ids[i - n_known]``): slots
+    ``(k0, k1, id)``; a long string whose two words match a slot's is compared with the string of
+    the first row of that slot's id, ``row_of[id]``, where a new key enters its row."""
     mask = table.shape[0] - 1
     limit = _capacity(table.shape[0], 3)
     lo_mask = VIEW_LO_MASK
@@ -254,38 +247,40 @@ def _number_views(views, addrs, nulls, ref, ref_first, start, table, shift, n_kn
         else:
             k0, k1 = _view_key(views, i, addrs, lo_mask, hi_mask)
         j = _slot2(k0, k1, shift)
-        while True:  # (one condition: a flag for inline keys set before the loop cost 75 % more)
+        while True:  # (one condition, no branch on the id: either cost 75 % or 3-4x more)
             p = table[j, 2]
             if p < 0 or (table[j, 0] == k0 and table[j, 1] == k1
                          and ((k0 & 0xFFFFFFFF) <= 12 or k0 == NULL_VIEW_KEY  # the words are the string
-                              or _same_as_first(views, i, p, ref, ref_first, n_known, first, addrs))):
+                              or _same_long(k0 & 0xFFFFFFFF, views[row_of[p], 1], views[i, 1], addrs))):
                 break
             j = (j + 1) & mask
         if p < 0:
             if used >= limit:
-                return i, used, n_new
-            p, used, n_new = _enter(table, j, k0, k1, used, first, n_new, i)
-        ids[i] = p
-    return views.shape[0], used, n_new
+                return i, used
+            p, used, _ = _enter(table, j, k0, k1, used, row_of, used, i)
+        ids[i - n_known] = p
+    return views.shape[0], used
 
 
 @jit
-def view_ids(views, addrs, nulls, ref, ref_first, table, n_known, ids):
+def view_ids(views, addrs, nulls, table, n_known, ids):
     """:func:`dense_ids` of the strings of Arrow string views: ``views`` the (n, 2) uint64 view
     words, ``addrs`` the addresses of the column's variadic data buffers (``kernels/views.py``),
     ``nulls`` a flag per row (empty: no null; nulls are one key). Equal ids mean equal strings: a
     long string is hashed and then compared byte by byte with the first row of its id. ``table``
-    (:func:`key_table` of width 3) holds ``n_known`` keys, key ``k`` first seen at row
-    ``ref_first[k]`` of ``ref``. Returns ``(first, table)``."""
+    (:func:`key_table` of width 3) holds ``n_known`` keys, key ``k`` first seen at row ``k`` of
+    ``views``; the rows from ``n_known`` on are numbered into ``ids``. Returns ``(first, table)``,
+    ``first`` counted from row ``n_known``."""
     n = views.shape[0]
     shift = _shift_of(table.shape[0])
-    first = np.empty(n, np.int64)
-    i, used, n_new = _number_views(views, addrs, nulls, ref, ref_first, 0, table, shift, n_known, n_known, ids, first, 0)
+    row_of = np.empty(n, np.int64)  # the first row of each id
+    for p in range(n_known):
+        row_of[p] = p
+    i, used = _number_views(views, addrs, nulls, n_known, table, shift, n_known, n_known, ids, row_of)
     while i < n:
-        table = _grown(table, shift)
-        shift -= 1
-        i, used, n_new = _number_views(views, addrs, nulls, ref, ref_first, i, table, shift, n_known, used, ids, first, n_new)
-    return first[:n_new].copy(), table
+        table, shift = _grown(table, shift)
+        i, used = _number_views(views, addrs, nulls, i, table, shift, n_known, used, ids, row_of)
+    return row_of[n_known:used] - n_known, table
 
 
 @jit_reading("t")

@@ -152,6 +152,7 @@ def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, two):
         if two:
             mp.setenv("CEPVEC_NUM_THREADS", "2")
             mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
+            mp.setattr(P, "HALVES_UP_TO_KEYS", np.inf)
         local, first, exact = P._column_ids(col)
     number: dict = {}
     assert exact
@@ -167,7 +168,8 @@ def test_long_strings_are_compared_byte_by_byte():
     from cepvec.kernels.keys import _same_long
     from cepvec.runtime.type_codes import string_view_array, view_words_of
 
-    same = numba.njit(lambda v, a, b, addrs: _same_long(v, a, v, b, addrs))  # jitted callers only
+    same = numba.njit(lambda v, a, b, addrs: _same_long(np.int64(v[a, 0] & np.uint64(0xFFFFFFFF)), v[a, 1], v[b, 1],
+                                                        addrs))  # jitted callers only
     for n in (13, 15, 16, 20, 24, 31, 40):
         base = "".join(chr(97 + k % 26) for k in range(n))
         values = [base, base] + [base[:k] + "#" + base[k + 1:] for k in range(4, n)]
@@ -176,6 +178,15 @@ def test_long_strings_are_compared_byte_by_byte():
         views = view_words_of(arr)
         assert same(views, 0, 1, addrs)
         assert not any(same(views, 0, j, addrs) for j in range(2, len(values)))
+
+
+@pytest.mark.parametrize("keys, pays", [(10, True), (1000, True), (30_000, True), (600_000, False), (None, False)])
+def test_halves_are_numbered_apart_only_with_few_keys_for_the_rows(keys, pays):
+    """The sample's guess (``_halves_pay``) of 10^6 rows drawn from ``keys`` keys (None: all distinct):
+    halves while a half holds at most an eighth of the rows as distinct keys."""
+    n = 1_000_000
+    codes = np.arange(n) if keys is None else np.random.default_rng(1).integers(0, keys, n)
+    assert P._halves_pay(n, lambda rows: len(np.unique(codes[rows]))) == pays
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -189,6 +200,7 @@ def test_local_ids_in_two_halves_are_those_of_one_pass(codes):
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(P, "DIRECT_HALVES_FROM", 0)
+        mp.setattr(P, "HALVES_UP_TO_KEYS", np.inf)
         two = P._local_ids(codes)
     assert one[0].tolist() == two[0].tolist()
     assert one[1].tolist() == two[1].tolist()

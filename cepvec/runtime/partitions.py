@@ -238,7 +238,8 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
         if vmax - vmin < min(1 << 20, 8 * n + 1024):
             return local, _direct_ids(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
     return _ids_in_halves(n, local, lambda a, b, out: dense_ids(codes[a:b], key_table(), 0, out),
-                          lambda rows, table, first, out: dense_ids(codes[rows], table, len(first), out))
+                          lambda rows, table, first, out: dense_ids(codes[rows], table, len(first), out),
+                          lambda rows: len(np.unique(codes[rows])))
 
 
 def _string_ids(col: pl.Series, arr) -> tuple[np.ndarray, np.ndarray]:
@@ -248,32 +249,35 @@ def _string_ids(col: pl.Series, arr) -> tuple[np.ndarray, np.ndarray]:
     views = view_words_of(arr)
     addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)  # arr holds the buffers
     nulls = col.is_null().to_numpy() if col.null_count() else np.zeros(0, np.bool_)
-    none = np.zeros(0, np.int64)
 
-    def rows_of(x, a, b):
-        return x[a:b] if len(x) else x
+    def rows_of(x, rows):
+        return x[rows] if len(x) else x
 
-    def merge(rows, table, first, out):  # the first half's keys were first seen at rows `first` of views
-        picked = views[rows]
-        picked.flags.writeable = False  # the type of the views the table was built on
-        return view_ids(picked, addrs, nulls[rows] if len(nulls) else nulls, views, first, table, len(first), out)
+    def merge(rows, table, first, out):  # the first half's keys (first seen at rows `first`) lead the rows
+        both = np.concatenate([first, rows])
+        picked = views[both]
+        picked.flags.writeable = False  # the type of the views of the halves
+        return view_ids(picked, addrs, rows_of(nulls, both), table, len(first), out)
 
     return _ids_in_halves(len(col), np.empty(len(col), np.int64),
-                          lambda a, b, out: view_ids(views[a:b], addrs, rows_of(nulls, a, b), views[a:b], none,
-                                                     key_table(width=3), 0, out), merge)
+                          lambda a, b, out: view_ids(views[a:b], addrs, rows_of(nulls, slice(a, b)),
+                                                     key_table(width=3), 0, out), merge,
+                          lambda rows: col.gather(rows).n_unique())
 
 
-def _ids_in_halves(n: int, local: np.ndarray, number, merge) -> tuple[np.ndarray, np.ndarray]:
+def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct) -> tuple[np.ndarray, np.ndarray]:
     """``(local, first)``: dense ids into ``local`` and the first rows, from a hash table.
 
     ``number(a, b, out)`` numbers rows ``[a, b)`` from an empty table into ``out`` and returns the
     first rows and the table. A long column is cut in two halves on two threads, each with a table
     of its own; ``merge(rows, table, first, out)`` then looks the second half's distinct keys (its
     first ``rows``) up in the first half's ``table`` (keys ``first``) in order of first appearance
-    (a key it did not see takes the next id), and the second half is renumbered.
+    (a key it did not see takes the next id), and the second half is renumbered. Not when a sample
+    of the rows (``distinct(rows)``: how many distinct keys they hold) says the halves have so many
+    keys that the merge would cost what the second thread saved (:func:`_halves_pay`).
     """
     parts = threads.halves(n)
-    if len(parts) == 1:
+    if len(parts) == 1 or not _halves_pay(n, distinct):
         return local, number(0, n, local)[0]
     m = parts[1][0]
     (first, table), (first2, _) = threads.map_threads(lambda r: number(r[0], r[1], local[r[0]:r[1]]), parts)
@@ -281,6 +285,26 @@ def _ids_in_halves(n: int, local: np.ndarray, number, merge) -> tuple[np.ndarray
     unseen = merge(m + first2, table, first, remap)[0]
     renumber_new(local[m:], 0, remap)
     return local, np.concatenate([first, m + first2[unseen]])
+
+
+#: Rows sampled to guess how many distinct keys a long column has (:func:`_halves_pay`).
+KEY_SAMPLE = 4096
+#: The halves of a column are numbered apart while a half is expected to hold at most this share of
+#: the column's rows as distinct keys (its merge looks each of them up; docs/performance.md, session 44).
+HALVES_UP_TO_KEYS = 1 / 8
+
+
+def _halves_pay(n: int, distinct) -> bool:
+    """Whether numbering two halves of ``n`` rows apart pays: ``distinct(rows)`` of some random rows
+    gives a guess of the keys (``K ≈ s² / 2d`` from the ``d`` repeats among ``s`` rows of keys drawn
+    alike), hence of the distinct keys of a half, ``K (1 - exp(-n / 2K))``. With 6·10^5 distinct
+    strings in 10^6 rows the halves and their merge took 1.5x one pass on one thread."""
+    rows = np.unique(np.random.default_rng(0).integers(0, n, min(n, KEY_SAMPLE)))
+    repeats = len(rows) - distinct(rows)
+    if not repeats:
+        return HALVES_UP_TO_KEYS == np.inf
+    keys = len(rows) ** 2 / (2 * repeats)
+    return keys * -np.expm1(-n / (2 * keys)) <= HALVES_UP_TO_KEYS * n
 
 
 def _renumbered(local: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -109,6 +109,14 @@ def in_pool(fn, *args) -> Future:
     return _IN_POOL.submit(_PIECES, fn, *args)
 
 
+def fans_out() -> bool:
+    """Whether :func:`map_threads` called here may run items on several threads: not from a pool
+    thread, nor while ``in_pool`` pieces are pending, nor outside the background thread while a
+    background job is pending (see there)."""
+    return not (getattr(_LOCAL, "worker", False) or _IN_POOL.n
+                or (_IN_BACKGROUND.n and not getattr(_LOCAL, "background", False)))
+
+
 def map_threads(fn, items, events: int | None = None, costs=None) -> list:
     """``[fn(x) for x in items]``, in threads when there are several items (results in order);
     on one thread when ``events`` (the work the items share) is below ``MIN_EVENTS_PER_THREAD``,
@@ -125,7 +133,7 @@ def map_threads(fn, items, events: int | None = None, costs=None) -> list:
     order; an interrupt (``KeyboardInterrupt``) at once, the items not started are dropped."""
     items = list(items)
     k = min(len(items), n_threads()) if events is None or events >= MIN_EVENTS_PER_THREAD else 1
-    if getattr(_LOCAL, "worker", False) or _IN_POOL.n or (_IN_BACKGROUND.n and not getattr(_LOCAL, "background", False)):
+    if not fans_out():
         k = 1
     if k <= 1:
         return [fn(x) for x in items]
@@ -175,9 +183,10 @@ def map_threads(fn, items, events: int | None = None, costs=None) -> list:
 
 
 def halves(n: int) -> list[tuple[int, int]]:
-    """Rows ``[0, n)`` as two halves, one per thread, when there are two threads and each half gets
-    ``MIN_EVENTS_PER_THREAD`` rows; else as one range."""
-    if n_threads() < 2 or n < 2 * MIN_EVENTS_PER_THREAD:
+    """Rows ``[0, n)`` as two halves, one per thread, when there are two threads, each half gets
+    ``MIN_EVENTS_PER_THREAD`` rows and :func:`map_threads` would run them apart (:func:`fans_out`: a
+    column cut in halves and merged on one thread cost more than one pass); else as one range."""
+    if n_threads() < 2 or n < 2 * MIN_EVENTS_PER_THREAD or not fans_out():
         return [(0, n)]
     return [(0, n // 2), (n // 2, n)]
 

@@ -23,6 +23,29 @@ def min_max(vals):
     return lo, hi
 
 
+#: Times compared a block at a time in :func:`first_descent` (a loop with an early exit does not
+#: vectorize; one without it over a block does).
+DESCENT_BLOCK = 1024
+
+
+@jit_reading("vals")
+def first_descent(vals):
+    """The first row ``i`` with ``vals[i] < vals[i - 1]``, or -1 when ``vals`` never descends."""
+    n = vals.shape[0]
+    for a in range(0, n - 1, DESCENT_BLOCK):
+        b = min(a + DESCENT_BLOCK, n - 1)
+        now = vals[a:b]
+        later = vals[a + 1:b + 1]
+        down = False
+        for i in range(b - a):  # no exit inside: vectorized (indexing vals[i - 1] was not, 2x slower)
+            down |= later[i] < now[i]
+        if down:
+            for i in range(b - a):
+                if later[i] < now[i]:
+                    return a + i + 1
+    return -1
+
+
 @jit_reading("vals")
 def dense_ids_direct(vals, vmin, direct, n_known, ids):
     """Dense id per int64 key through a direct table (``direct[v - vmin]``, -1: new key),

@@ -235,7 +235,7 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
             f"time column '{q.time_col}' has {nulls} null value(s) (first at row {first}); every event "
             "needs an occurrence time. Drop or fill those rows")
     times = times.rename("__time")
-    if sort and len(times) > 1 and not times.is_sorted():
+    if sort and len(times) > 1 and not is_sorted(times):
         # Documented: local runs sort by time (stable). Equal times never combine in one match,
         # so the order among ties cannot change a result.
         order = time_order(times.to_numpy())
@@ -288,6 +288,23 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
 #: Times and the window ends computed from them stay within +-2^61 (the kernels keep sentinels
 #: and window arithmetic beyond it): in nanoseconds, 1970 +- 73 years (until 2043).
 TIME_LIMIT = 1 << 61
+
+
+def is_sorted(times: pl.Series) -> bool:
+    """Whether the int64 ``times`` (no nulls) never descend: Polars' flag, else Polars below
+    ``NUMPY_BELOW`` times, else :func:`kernels/keys.py::first_descent` on the halves in threads
+    (10^6 times, the caches as a run leaves them, alternating with Polars' ``is_sorted``:
+    ``prepare`` 1.59 -> 1.26 ms on two cores, 1.75 -> 1.64 ms on one)."""
+    if times.flags["SORTED_ASC"]:
+        return True
+    from cepvec.kernels import _jit  # numba: imported for long columns only
+    if len(times) < _jit.NUMPY_BELOW:
+        return times.is_sorted()
+    from cepvec.kernels.keys import first_descent
+    from cepvec.runtime import threads
+    tv = times.to_numpy()
+    return all(d < 0 for d in threads.map_threads(lambda r: first_descent(tv[max(r[0] - 1, 0):r[1]]),
+                                                  threads.halves(len(tv))))
 
 
 def time_order(tv):

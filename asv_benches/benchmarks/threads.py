@@ -99,53 +99,77 @@ class ThreadsKeys(Threads):
         cepvec.run(self.query, self.events[:2000])
 
 
+def ceiling_pieces(loop: str, threads: int) -> list:
+    """The pieces of :class:`ThreadsCeiling`'s ``loop`` for ``threads`` threads (each a callable)."""
+    import numba
+
+    @numba.njit(nogil=True)
+    def compute(x, rounds):
+        s = 0.0
+        for r in range(rounds):
+            for i in range(x.shape[0]):
+                s += x[i] * 1.0000001 + r
+        return s
+
+    @numba.njit(nogil=True)
+    def alu(n):
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 1
+        for i in range(n):
+            a0 = (a0 ^ i) + 3
+            a1 = (a1 ^ i) + 5
+            a2 = (a2 ^ i) + 7
+            a3 = (a3 ^ i) + 9
+            a4 = (a4 ^ i) + 11
+            a5 = (a5 ^ i) + 13
+            a6 = (a6 ^ i) + 15
+            a7 = (a7 ^ i) + 17
+        return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+
+    @numba.njit(nogil=True)
+    def stream(x, y):
+        for i in range(x.shape[0]):
+            y[i] = x[i] + 1
+
+    @numba.njit(nogil=True)
+    def memory(x, idx):  # random reads of a table far larger than the caches
+        s = 0
+        for i in range(idx.shape[0]):
+            s += x[idx[i]]
+        return s
+
+    rng = np.random.default_rng(0)
+    if loop == "compute":
+        x, rounds = rng.random(4096), 48_000 // threads
+        return [lambda: compute(x, rounds)] * threads
+    if loop == "alu":
+        return [lambda: alu(100_000_000 // threads)] * threads
+    if loop == "stream":
+        src, dst = np.arange(1_000_000), np.empty(1_000_000, np.int64)
+        cuts = np.linspace(0, len(src), threads + 1).astype(int)
+        return [lambda a=a, b=b: stream(src[a:b], dst[a:b]) for a, b in zip(cuts, cuts[1:])]
+    table = np.arange(1 << 25)
+    idx = rng.integers(0, 1 << 25, (1 << 24) // threads)
+    return [lambda: memory(table, idx)] * threads
+
+
 class ThreadsCeiling:
     """What two threads give on this machine at best: one Numba loop (``nogil``) cut into ``threads``
     equal pieces, each in a thread of its own, with no shared data and nothing serial. Its ratio of
     1 thread to 2 threads, measured in the same run as ``Threads``, is the ceiling the speed-ups of
     ``Threads`` compare with (on a virtual machine, two vCPUs may not give two cores' work).
-    ``stream`` is one pass that reads and writes 10^6 int64 (about 1 ms), the size of each step of
-    a 10^6-event run (type codes, partition ids, the scatter into partition order)."""
+    ``compute`` is one dependent chain of float operations (bound by their latency), ``alu`` eight
+    independent chains of integer operations (bound by the core's throughput, as the kernels' loops
+    are: a state update per event; where two vCPUs share execution units, this is the ceiling that
+    drops). ``stream`` is one pass that reads and writes 10^6 int64 (about 1 ms), the size of each
+    step of a 10^6-event run (type codes, partition ids, the scatter into partition order)."""
 
-    params = [["compute", "memory", "stream"], sorted({1, 2, CORES})]
+    params = [["compute", "alu", "memory", "stream"], sorted({1, 2, CORES})]
     param_names = ["loop", "threads"]
 
     def setup(self, loop, threads):
-        import numba
         from concurrent.futures import ThreadPoolExecutor
 
-        @numba.njit(nogil=True)
-        def compute(x, rounds):
-            s = 0.0
-            for r in range(rounds):
-                for i in range(x.shape[0]):
-                    s += x[i] * 1.0000001 + r
-            return s
-
-        @numba.njit(nogil=True)
-        def stream(x, y):
-            for i in range(x.shape[0]):
-                y[i] = x[i] + 1
-
-        @numba.njit(nogil=True)
-        def memory(x, idx):  # random reads of a table far larger than the caches
-            s = 0
-            for i in range(idx.shape[0]):
-                s += x[idx[i]]
-            return s
-
-        rng = np.random.default_rng(0)
-        if loop == "compute":
-            x, rounds = rng.random(4096), 48_000 // threads
-            self.pieces = [lambda: compute(x, rounds)] * threads
-        elif loop == "stream":
-            src, dst = np.arange(1_000_000), np.empty(1_000_000, np.int64)
-            cuts = np.linspace(0, len(src), threads + 1).astype(int)
-            self.pieces = [lambda a=a, b=b: stream(src[a:b], dst[a:b]) for a, b in zip(cuts, cuts[1:])]
-        else:
-            table = np.arange(1 << 25)
-            idx = rng.integers(0, 1 << 25, (1 << 24) // threads)
-            self.pieces = [lambda: memory(table, idx)] * threads
+        self.pieces = ceiling_pieces(loop, threads)
         self.pool = ThreadPoolExecutor(threads)
         self.time_loop(loop, threads)  # compile
 
@@ -155,6 +179,45 @@ class ThreadsCeiling:
     def time_loop(self, loop, threads):
         for f in [self.pool.submit(piece) for piece in self.pieces]:
             f.result()
+
+
+class ThreadsCeilingSpeedup:
+    """The ratio of ``ThreadsCeiling`` in one measurement, as ``ThreadsSpeedup`` takes it: the loop on one
+    thread and cut in two on two threads, alternating (``repeats`` of each), the median of the one-thread
+    times over the median of the two-thread times: the ceiling beside ``ThreadsSpeedup``'s ratios, with
+    the drift cancelled the same way."""
+
+    params = [["compute", "alu", "memory", "stream"]]
+    param_names = ["loop"]
+    repeats = 7
+    unit = "×"
+
+    def setup(self, loop):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pieces = {n: ceiling_pieces(loop, n) for n in (1, 2)}
+        self.pool = ThreadPoolExecutor(2)
+        for n in (1, 2):
+            self._run(n)  # compile
+
+    def teardown(self, loop):
+        self.pool.shutdown()
+
+    def _run(self, n: int) -> None:
+        for f in [self.pool.submit(piece) for piece in self.pieces[n]]:
+            f.result()
+
+    def track_speedup(self, loop):
+        import statistics
+        import time
+
+        times = {1: [], 2: []}
+        for _ in range(self.repeats):
+            for n in (1, 2):
+                t0 = time.perf_counter()
+                self._run(n)
+                times[n].append(time.perf_counter() - t0)
+        return statistics.median(times[1]) / statistics.median(times[2])
 
 
 def _pin(cpus: set[int]) -> None:

@@ -285,6 +285,38 @@ def _number_views(views, addrs, nulls, start, table, shift, n_known, used, ids, 
     return views.shape[0], used
 
 
+@jit_callee
+def _number_inline_views(views, start, table, shift, n_known, used, ids, row_of):
+    """:func:`_number_views` of a column without nulls while its strings are inline (up to 12 bytes:
+    the view words are the key), stopping at a longer one, or where a new key finds the table at
+    its capacity. Returns the row it stopped at, the new ``used``, and whether the table is full.
+    (Without the long strings' hash and comparison in the loop, 10^6 rows of 10^3 / 3·10^4 / 3·10^5
+    keys, alternating processes, best of each: 7.1 -> 4.7, 16.4 -> 12.4, 78 -> 64 ms.)"""
+    mask = table.shape[0] - 1
+    limit = _capacity(table.shape[0], 3)
+    lo_mask = VIEW_LO_MASK
+    hi_mask = VIEW_HI_MASK
+    for i in range(start, views.shape[0]):
+        lo = views[i, 0]
+        n = lo & np.uint64(0xFFFFFFFF)
+        if n > np.uint64(12):
+            return i, used, False
+        k0 = np.int64(lo & lo_mask[n])
+        k1 = np.int64(views[i, 1] & hi_mask[n])
+        j = _slot2(k0, k1, shift)
+        while True:
+            p = table[j, 2]
+            if p < 0 or (table[j, 0] == k0 and table[j, 1] == k1):
+                break
+            j = (j + 1) & mask
+        if p < 0:
+            if used >= limit:
+                return i, used, True
+            p, used, _ = _enter(table, j, k0, k1, used, row_of, used, i)
+        ids[i - n_known] = p
+    return views.shape[0], used, False
+
+
 @jit
 def view_ids(views, addrs, nulls, table, n_known, ids):
     """:func:`dense_ids` of the strings of Arrow string views: ``views`` the (n, 2) uint64 view
@@ -299,10 +331,19 @@ def view_ids(views, addrs, nulls, table, n_known, ids):
     row_of = np.empty(n, np.int64)  # the first row of each id
     for p in range(n_known):
         row_of[p] = p
-    i, used = _number_views(views, addrs, nulls, n_known, table, shift, n_known, n_known, ids, row_of)
-    while i < n:
-        table, shift = _grown(table, shift)
-        i, used = _number_views(views, addrs, nulls, i, table, shift, n_known, used, ids, row_of)
+    i = used = n_known
+    inline = nulls.shape[0] == 0  # the inline loop first, the general one from a long string on
+    while True:
+        if inline:
+            i, used, full = _number_inline_views(views, i, table, shift, n_known, used, ids, row_of)
+            inline = full
+        else:
+            i, used = _number_views(views, addrs, nulls, i, table, shift, n_known, used, ids, row_of)
+            full = True
+        if i >= n:
+            break
+        if full:
+            table, shift = _grown(table, shift)
     return row_of[n_known:used] - n_known, table
 
 

@@ -160,6 +160,20 @@ def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, two):
     assert first.tolist() == [values.index(v) for v in number]
 
 
+@pytest.mark.parametrize("tail", ["", "long key past twelve bytes"])
+def test_inline_strings_alike_in_their_first_word(tail):
+    """Thousands of 12-byte strings with one length and first four bytes (one first view word): the
+    probes pass slots of other keys with that word, and only the second word tells them apart; then
+    a long string (``tail``), from which on the general loop numbers the rows."""
+    values = [f"abcd{k:08d}" for k in range(3000)]
+    values = values + values[::-1] + [tail] * bool(tail) + values[::7]
+    local, first, exact = P._column_ids(pl.Series("id", values))
+    number: dict = {}
+    assert exact
+    assert local.tolist() == [number.setdefault(v, len(number)) for v in values]
+    assert first.tolist() == [values.index(v) for v in number]
+
+
 def test_long_strings_are_compared_byte_by_byte():
     """Long strings whose two key words agree (length, first four bytes, hash) are still compared:
     the comparison of ``view_ids`` finds a difference in any byte past the fourth, at any length."""

@@ -239,7 +239,7 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
             return local, _direct_ids(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
     return _ids_in_halves(n, local, lambda a, b, out: dense_ids(codes[a:b], key_table(), 0, out),
                           lambda rows, table, first, out: dense_ids(codes[rows], table, len(first), out),
-                          lambda rows: len(np.unique(codes[rows])))
+                          lambda rows: len(sorted_unique(codes[rows])))
 
 
 def _string_ids(col: pl.Series, arr) -> tuple[np.ndarray, np.ndarray]:
@@ -255,14 +255,21 @@ def _string_ids(col: pl.Series, arr) -> tuple[np.ndarray, np.ndarray]:
 
     def merge(rows, table, first, out):  # the first half's keys (first seen at rows `first`) lead the rows
         both = np.concatenate([first, rows])
-        picked = views[both]
-        picked.flags.writeable = False  # the type of the views of the halves
-        return view_ids(picked, addrs, rows_of(nulls, both), table, len(first), out)
+        return view_ids(_frozen(views[both]), addrs, rows_of(nulls, both), table, len(first), out)
+
+    def distinct(rows):  # (Polars' gather and n_unique of the sample took 1.2 ms, this 0.1)
+        return len(view_ids(_frozen(views[rows]), addrs, rows_of(nulls, rows), key_table(width=3), 0,
+                            np.empty(len(rows), np.int64))[0])
 
     return _ids_in_halves(len(col), np.empty(len(col), np.int64),
                           lambda a, b, out: view_ids(views[a:b], addrs, rows_of(nulls, slice(a, b)),
-                                                     key_table(width=3), 0, out), merge,
-                          lambda rows: col.gather(rows).n_unique())
+                                                     key_table(width=3), 0, out), merge, distinct)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` read-only: the type of the views read from Arrow (one Numba specialisation of a kernel)."""
+    a.flags.writeable = False
+    return a
 
 
 def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct) -> tuple[np.ndarray, np.ndarray]:
@@ -299,7 +306,7 @@ def _halves_pay(n: int, distinct) -> bool:
     gives a guess of the keys (``K ≈ s² / 2d`` from the ``d`` repeats among ``s`` rows of keys drawn
     alike), hence of the distinct keys of a half, ``K (1 - exp(-n / 2K))``. With 6·10^5 distinct
     strings in 10^6 rows the halves and their merge took 1.5x one pass on one thread."""
-    rows = np.unique(np.random.default_rng(0).integers(0, n, min(n, KEY_SAMPLE)))
+    rows = sorted_unique(np.random.default_rng(0).integers(0, n, min(n, KEY_SAMPLE)))
     repeats = len(rows) - distinct(rows)
     if not repeats:
         return HALVES_UP_TO_KEYS == np.inf
@@ -307,8 +314,18 @@ def _halves_pay(n: int, distinct) -> bool:
     return keys * -np.expm1(-n / (2 * keys)) <= HALVES_UP_TO_KEYS * n
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """The distinct values of ``a`` in ascending order: ``np.unique``, by a sort (NumPy 2.4's
+    ``np.unique`` of integers took 0.74 ms for 4 096 values and 604 ms for 10^6, a sort 0.03 and 25)."""
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
+
+
 def _renumbered(local: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """``ids[local]`` in place of ``local`` (two halves of a long column on two threads)."""
+    """``ids[local]`` in place of ``local`` (two halves of a long column on two threads); nothing to do
+    when ``ids`` are ``0, 1, ...`` (the keys of a first batch, numbered in order)."""
+    if len(ids) and ids[0] == 0 and np.array_equal(ids, np.arange(len(ids))):
+        return local
     threads.map_threads(lambda r: renumber_new(local[r[0]:r[1]], 0, ids), threads.halves(len(local)))
     return local
 

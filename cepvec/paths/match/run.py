@@ -22,7 +22,7 @@ from cepvec.kernels.trend import partition_order
 from cepvec.paths.match.plan import MODES, STRATEGIES, build
 from cepvec.paths.scan.plan import Programs
 from cepvec.plan.ir import Query
-from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.partitions import Partitions, sorted_unique
 from cepvec.runtime.polars_expr import predicate_mask
 from cepvec.runtime.type_codes import type_in
 from cepvec.runtime.prepare import Prepared
@@ -76,7 +76,7 @@ class MatchGraph:
         else:
             rank = np.arange(len(parts), dtype=np.int64)
         order, seg_all = partition_order(np.ascontiguousarray(rank[pid]), len(parts))
-        seg_ptr = np.unique(seg_all).astype(np.int64) if len(df) else np.zeros(1, np.int64)
+        seg_ptr = sorted_unique(seg_all).astype(np.int64) if len(df) else np.zeros(1, np.int64)
         self.order = order
         self.seg_ptr = seg_ptr
         self.t = np.ascontiguousarray(times[order])

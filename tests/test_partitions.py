@@ -139,20 +139,20 @@ STRINGS = ["", "a", "ab", "é", "abcdefghijkl", "abcdefghijkm", "abcdefghijklm",
 
 @settings(max_examples=examples(150), deadline=None)
 @given(picks=st.lists(st.integers(0, len(STRINGS) - 1), min_size=1, max_size=60), start=st.integers(0, 3),
-       cut=st.integers(0, 60), two=st.booleans())
-def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, two):
+       cut=st.integers(0, 60), how=st.sampled_from(["one", "halves", "shares"]))
+def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, how):
     """The ids of a String column read from its Arrow views (``kernels/keys.py::view_ids``): equal
     ids for equal strings (null one key), numbered in order of first appearance; on a slice (view
-    offset) of a column of two chunks (one with its own long-string buffers), in one pass or two
-    halves on two threads."""
+    offset) of a column of two chunks (one with its own long-string buffers), in one pass, or on
+    two threads in two halves of the rows or two shares of the keys."""
     values = [STRINGS[i] for i in picks]
     head = pl.Series("id", ["pad"] * start + values[:cut], dtype=pl.String)
     col = pl.concat([head, pl.Series("id", values[cut:], dtype=pl.String)], rechunk=False)[start:]
     with pytest.MonkeyPatch.context() as mp:
-        if two:
+        if how != "one":
             mp.setenv("CEPVEC_NUM_THREADS", "2")
             mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
-            mp.setattr(P, "HALVES_UP_TO_KEYS", np.inf)
+            mp.setattr(P, "_numbering", lambda n, distinct, shares: how if n >= 2 else "one")
         local, first, exact = P._column_ids(col)
     number: dict = {}
     assert exact
@@ -194,13 +194,19 @@ def test_long_strings_are_compared_byte_by_byte():
         assert not any(same(views, 0, j, addrs) for j in range(2, len(values)))
 
 
-@pytest.mark.parametrize("keys, pays", [(10, True), (1000, True), (30_000, True), (600_000, False), (None, False)])
-def test_halves_are_numbered_apart_only_with_few_keys_for_the_rows(keys, pays):
-    """The sample's guess (``_halves_pay``) of 10^6 rows drawn from ``keys`` keys (None: all distinct):
-    halves while a half holds at most an eighth of the rows as distinct keys."""
+@pytest.mark.parametrize("keys, shares, how", [(10, True, "halves"), (1000, True, "halves"), (20_000, True, "halves"),
+                                               (100_000, True, "shares"), (None, True, "shares"),
+                                               (100_000, False, "halves"), (600_000, False, "one"), (None, False, "one")])
+def test_numbering_by_the_keys_for_the_rows(monkeypatch, keys, shares, how):
+    """The sample's guess (``_numbering``) of 10^6 rows drawn from ``keys`` keys (None: all distinct),
+    on two threads: shares of the keys (where the caller has them) when a table outgrows a core's
+    cache, else halves while a half holds at most an eighth of the rows as distinct keys."""
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
     n = 1_000_000
     codes = np.arange(n) if keys is None else np.random.default_rng(1).integers(0, keys, n)
-    assert P._halves_pay(n, lambda rows: len(np.unique(codes[rows]))) == pays
+    assert P._numbering(n, lambda rows: len(P.sorted_unique(codes[rows])), shares) == how
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "1")
+    assert P._numbering(n, lambda rows: len(P.sorted_unique(codes[rows])), shares) == "one"
 
 
 @settings(max_examples=examples(150), deadline=None)

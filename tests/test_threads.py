@@ -79,14 +79,17 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
 @pytest.mark.parametrize("text", [t for engine, t in QUERIES if engine == "aseq"])
 @settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**31), n=st.integers(0, 300), n_ids=st.integers(1, 40),
-       categorical=st.booleans(), data=st.data())
-def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, categorical, data):
+       categorical=st.booleans(), string_ids=st.sampled_from([None, "beside", "shares"]), data=st.data())
+def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, categorical, string_ids, data):
     """The linear path on several threads (the partition ids beside the type codes of a String type
-    column, a Categorical's codes in halves) with the input cut into batches anywhere (keys of an
-    earlier batch keep their ids; a batch's new ones come after): the rows of one thread, one batch."""
+    column, a Categorical's codes in halves; String ids too, beside the codes or alone in two shares
+    of the keys) with the input cut into batches anywhere (keys of an earlier batch keep their ids; a
+    batch's new ones come after): the rows of one thread, one batch."""
     df = _events(seed, n, n_ids)
     if categorical:
         df = df.with_columns(pl.col("type").cast(pl.Categorical))
+    if string_ids:
+        df = df.with_columns(pl.format("user-{}", "id").alias("id"))
     q = cepvec.compile(text)
     cuts = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=3), label="cuts")))
     with pytest.MonkeyPatch.context() as mp:
@@ -95,6 +98,8 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(_jit, "NUMPY_BELOW", 0)
+        mp.setattr(partitions, "CODED_IDS_FROM", 0)
+        mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if string_ids == "shares" else np.inf)
         many = run_engine(q, prepare(q, df), "aseq", batches=cuts)
     assert one.equals(many)
 

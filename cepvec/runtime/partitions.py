@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import _jit
-from cepvec.kernels.keys import dense_ids, dense_ids_direct, key_table, min_max, renumber_new, view_ids
+from cepvec.kernels.keys import (dense_ids, dense_ids_direct, key_table, merge_shares, min_max, renumber_new,
+                                 scatter_ids, view_ids, view_share)
 from cepvec.runtime import threads
 from cepvec.runtime.type_codes import string_view_array, view_words_of
 
@@ -79,6 +80,15 @@ class Partitions:
             if ids is not None:
                 return ids
         return self._joined_ids(df)
+
+    def ids_in_threads(self, df: pl.DataFrame) -> bool:
+        """Whether :meth:`ids` of ``df`` numbers its keys on two threads itself: one String key column
+        with many keys (:func:`_numbering`'s shares), better run alone than beside other work."""
+        if len(self.key_cols) != 1 or len(df) < CODED_IDS_FROM:
+            return False
+        col = df[self.key_cols[0]]
+        arr = string_view_array(col, nulls=True)
+        return arr is not None and _string_ids(col, arr, decide_only=True) == "shares"
 
     def _joined_ids(self, df: pl.DataFrame) -> np.ndarray:
         """:meth:`ids` by a Polars join of the distinct keys with the known ones (any key columns)."""
@@ -242,10 +252,10 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
                           lambda rows: len(sorted_unique(codes[rows])))
 
 
-def _string_ids(col: pl.Series, arr) -> tuple[np.ndarray, np.ndarray]:
+def _string_ids(col: pl.Series, arr, decide_only: bool = False):
     """:func:`_local_ids` of a String column ``col`` read from its Arrow ``string_view`` array ``arr``
     (:func:`kernels.keys.view_ids`: inline strings by their view words, longer ones hashed and
-    compared; nulls one key)."""
+    compared; nulls one key); ``decide_only``: only how they would be numbered (:func:`_numbering`)."""
     views = view_words_of(arr)
     addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)  # arr holds the buffers
     nulls = col.is_null().to_numpy() if col.null_count() else np.zeros(0, np.bool_)
@@ -261,9 +271,31 @@ def _string_ids(col: pl.Series, arr) -> tuple[np.ndarray, np.ndarray]:
         return len(view_ids(_frozen(views[rows]), addrs, rows_of(nulls, rows), key_table(width=3), 0,
                             np.empty(len(rows), np.int64))[0])
 
+    def shares(out):  # each thread the keys of one share (kernels/keys.py::view_share)
+        def number(share):
+            n = len(views)
+            sv, sn, rows = np.empty((n, 2), np.uint64), np.empty(len(nulls), np.bool_), np.empty(n, np.int64)
+            m = view_share(views, addrs, nulls, share, sv, sn, rows)
+            ids = np.empty(m, np.int64)
+            first = view_ids(_frozen(sv[:m]), addrs, sn[:m], key_table(width=3), 0, ids)[0]
+            return rows[:m], ids, rows[first]
+
+        (rows0, ids0, first0), (rows1, ids1, first1) = threads.map_threads(number, [0, 1])
+        first, g0, g1 = merge_shares(first0, first1)
+
+        def scatter(r):  # the rows [a, b) of both shares (their rows ascend)
+            for rows, ids, g in ((rows0, ids0, g0), (rows1, ids1, g1)):
+                k, j = np.searchsorted(rows, r)
+                scatter_ids(rows[k:j], ids[k:j], g, out)
+
+        threads.map_threads(scatter, threads.halves(len(out)))
+        return first
+
+    if decide_only:
+        return _numbering(len(col), distinct, True)
     return _ids_in_halves(len(col), np.empty(len(col), np.int64),
                           lambda a, b, out: view_ids(views[a:b], addrs, rows_of(nulls, slice(a, b)),
-                                                     key_table(width=3), 0, out), merge, distinct)
+                                                     key_table(width=3), 0, out), merge, distinct, shares)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -272,20 +304,25 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct) -> tuple[np.ndarray, np.ndarray]:
+def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct, shares=None) -> tuple[np.ndarray, np.ndarray]:
     """``(local, first)``: dense ids into ``local`` and the first rows, from a hash table.
 
     ``number(a, b, out)`` numbers rows ``[a, b)`` from an empty table into ``out`` and returns the
-    first rows and the table. A long column is cut in two halves on two threads, each with a table
-    of its own; ``merge(rows, table, first, out)`` then looks the second half's distinct keys (its
-    first ``rows``) up in the first half's ``table`` (keys ``first``) in order of first appearance
-    (a key it did not see takes the next id), and the second half is renumbered. Not when a sample
-    of the rows (``distinct(rows)``: how many distinct keys they hold) says the halves have so many
-    keys that the merge would cost what the second thread saved (:func:`_halves_pay`).
+    first rows and the table. On two threads (:func:`_numbering` picks, from a sample of the rows:
+    ``distinct(rows)`` is how many distinct keys they hold), with few keys for the rows a long
+    column is cut in two halves, each numbered with a table of its own; ``merge(rows, table, first,
+    out)`` then looks the second half's distinct keys (its first ``rows``) up in the first half's
+    ``table`` (keys ``first``) in order of first appearance (a key it did not see takes the next id),
+    and the second half is renumbered. With many keys, ``shares(local)`` (when given) numbers every
+    row on both threads, each thread the keys of one half of the hash space, and returns the first
+    rows.
     """
-    parts = threads.halves(n)
-    if len(parts) == 1 or not _halves_pay(n, distinct):
+    how = _numbering(n, distinct, shares is not None)
+    if how == "shares":
+        return local, shares(local)
+    if how == "one":
         return local, number(0, n, local)[0]
+    parts = threads.halves(n)
     m = parts[1][0]
     (first, table), (first2, _) = threads.map_threads(lambda r: number(r[0], r[1], local[r[0]:r[1]]), parts)
     remap = np.empty(len(first2), np.int64)
@@ -294,24 +331,32 @@ def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct) -> tuple[
     return local, np.concatenate([first, m + first2[unseen]])
 
 
-#: Rows sampled to guess how many distinct keys a long column has (:func:`_halves_pay`).
+#: Rows sampled to guess how many distinct keys a long column has (:func:`_numbering`).
 KEY_SAMPLE = 4096
 #: The halves of a column are numbered apart while a half is expected to hold at most this share of
 #: the column's rows as distinct keys (its merge looks each of them up; docs/performance.md, session 44).
 HALVES_UP_TO_KEYS = 1 / 8
+#: From this many keys (a guess) the rows are numbered in shares of the keys, not in halves of the rows:
+#: a table of that many keys outgrows a core's cache (docs/performance.md, session 45).
+SHARES_FROM_KEYS = 1 << 15
 
 
-def _halves_pay(n: int, distinct) -> bool:
-    """Whether numbering two halves of ``n`` rows apart pays: ``distinct(rows)`` of some random rows
-    gives a guess of the keys (``K ≈ s² / 2d`` from the ``d`` repeats among ``s`` rows of keys drawn
-    alike), hence of the distinct keys of a half, ``K (1 - exp(-n / 2K))``. With 6·10^5 distinct
-    strings in 10^6 rows the halves and their merge took 1.5x one pass on one thread."""
+def _numbering(n: int, distinct, shares: bool) -> str:
+    """How :func:`_ids_in_halves` numbers ``n`` rows: ``"one"`` pass, two ``"halves"`` or two
+    ``"shares"`` of the keys (``shares``: possible). ``distinct(rows)`` of some random rows gives a
+    guess of the keys (``K ≈ s² / 2d`` from the ``d`` repeats among ``s`` rows of keys drawn alike),
+    hence of the distinct keys of a half, ``K (1 - exp(-n / 2K))``. With 6·10^5 distinct strings in
+    10^6 rows the halves and their merge took 1.5x one pass on one thread."""
+    if len(threads.halves(n)) == 1:
+        return "one"
     rows = sorted_unique(np.random.default_rng(0).integers(0, n, min(n, KEY_SAMPLE)))
     repeats = len(rows) - distinct(rows)
-    if not repeats:
-        return HALVES_UP_TO_KEYS == np.inf
-    keys = len(rows) ** 2 / (2 * repeats)
-    return keys * -np.expm1(-n / (2 * keys)) <= HALVES_UP_TO_KEYS * n
+    keys = len(rows) ** 2 / (2 * repeats) if repeats else np.inf
+    if shares and keys >= SHARES_FROM_KEYS:
+        return "shares"
+    if repeats and keys * -np.expm1(-n / (2 * keys)) <= HALVES_UP_TO_KEYS * n or HALVES_UP_TO_KEYS == np.inf:
+        return "halves"
+    return "one"
 
 
 def sorted_unique(a: np.ndarray) -> np.ndarray:

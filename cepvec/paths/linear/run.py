@@ -377,7 +377,8 @@ class LinearStream(Partitions):
             self._n_batches += 1
             shared = self._lead_encoding(n_new)
             views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
-            if views is not None and len(halves) > 1:  # two threads (no shared encoding, no masks)
+            if views is not None and len(halves) > 1 and not self.ids_in_threads(df):
+                # two threads (no shared encoding, no masks), the ids on one of them
                 pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, halves)
             else:
                 pid = shared[1] if shared is not None else self.ids(df)

@@ -287,3 +287,21 @@ class ThreadsSpeedup:
                 finally:
                     _pin(set(self.cpus))
         return statistics.median(times[1]) / statistics.median(times[2])
+
+
+class ThreadsKeysSpeedup(ThreadsSpeedup):
+    """``ThreadsSpeedup`` by the dtype of the group key (``KEYS``) and with many keys: 10^6 events of
+    10^3, 10^5 or 3·10^5 keys (a few events each). The partition ids of many String keys are numbered
+    on both threads, each thread the keys of one share of the hash space (``kernels/keys.py::view_share``);
+    with fewer, on one thread beside the type codes."""
+
+    params = [["aseq_1e6"], [1_000, 100_000, 300_000], list(KEYS)]
+    param_names = ["path", "n_groups", "keys"]
+
+    def setup(self, path, n_groups, keys):
+        super().setup(path, n_groups, "uniform")
+        self.events = self.events.with_columns(KEYS[keys].alias("id"))
+        cepvec.run(self.query, self.events[:2000])
+
+    def track_speedup(self, path, n_groups, keys):
+        return super().track_speedup(path, n_groups, "uniform")

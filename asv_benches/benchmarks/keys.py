@@ -122,3 +122,34 @@ class UnsortedTimes:
         from cepvec.runtime.prepare import time_order
 
         time_order(self.times)
+
+
+class SortedCheck:
+    """Whether the times are sorted, before every local run (``runtime/prepare.py::is_sorted``:
+    ``kernels/keys.py::first_descent`` on two halves in threads). 10^6 times: ``ties`` (about two
+    events a time stamp), ``distinct`` (strictly increasing nanoseconds) and ``last`` (sorted but
+    the last time, so every block is read). Baseline in the same run: Polars' ``Series.is_sorted``
+    (``time_polars_is_sorted``), what ``prepare`` called before."""
+
+    params = [["ties", "distinct", "last"]]
+    param_names = ["times"]
+
+    def setup(self, times):
+        from cepvec.runtime.prepare import is_sorted
+
+        rng = np.random.default_rng(0)
+        if times == "distinct":
+            t = 1_672_531_200 * 10**9 + np.cumsum(rng.integers(1, 10**6, N))
+        else:
+            t = np.sort(rng.integers(0, N // 2, N))
+        if times == "last":
+            t[-1] = t[0] - 1
+        self.times = pl.Series("time", t)
+        self.is_sorted = is_sorted
+        assert self.is_sorted(self.times) == (times != "last")  # (compiles the kernel)
+
+    def time_is_sorted(self, times):
+        self.is_sorted(self.times)
+
+    def time_polars_is_sorted(self, times):
+        self.times.is_sorted()

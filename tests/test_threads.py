@@ -79,7 +79,8 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
 @pytest.mark.parametrize("text", [t for engine, t in QUERIES if engine == "aseq"])
 @settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**31), n=st.integers(0, 300), n_ids=st.integers(1, 40),
-       categorical=st.booleans(), string_ids=st.sampled_from([None, "beside", "shares"]), data=st.data())
+       categorical=st.booleans(), string_ids=st.sampled_from([None, "beside", "shares", "shares nulls"]),
+       data=st.data())
 def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, categorical, string_ids, data):
     """The linear path on several threads (the partition ids beside the type codes of a String type
     column, a Categorical's codes in halves; String ids too, beside the codes or alone in two shares
@@ -89,7 +90,8 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
     if categorical:
         df = df.with_columns(pl.col("type").cast(pl.Categorical))
     if string_ids:
-        df = df.with_columns(pl.format("user-{}", "id").alias("id"))
+        key = pl.format("user-{}", "id")
+        df = df.with_columns((pl.when(pl.col("id") % 3 != 0).then(key) if "nulls" in string_ids else key).alias("id"))
     q = cepvec.compile(text)
     cuts = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=3), label="cuts")))
     with pytest.MonkeyPatch.context() as mp:
@@ -99,7 +101,7 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(_jit, "NUMPY_BELOW", 0)
         mp.setattr(partitions, "CODED_IDS_FROM", 0)
-        mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if string_ids == "shares" else np.inf)
+        mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if string_ids and "shares" in string_ids else np.inf)
         many = run_engine(q, prepare(q, df), "aseq", batches=cuts)
     assert one.equals(many)
 

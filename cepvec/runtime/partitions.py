@@ -258,9 +258,14 @@ def _string_ids(col: pl.Series, arr, decide_only: bool = False):
     compared; nulls one key); ``decide_only``: only how they would be numbered (:func:`_numbering`)."""
     views = view_words_of(arr)
     addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)  # arr holds the buffers
-    nulls = col.is_null().to_numpy() if col.null_count() else np.zeros(0, np.bool_)
+    if not col.null_count():
+        nulls = np.zeros(0, np.bool_)
+    else:  # (a decision reads the sample's flags only: the column's took 0.86 ms at 10^6 rows)
+        nulls = None if decide_only else col.is_null().to_numpy()
 
     def rows_of(x, rows):
+        if x is None:
+            return col.gather(rows).is_null().to_numpy()
         return x[rows] if len(x) else x
 
     def merge(rows, table, first, out):  # the first half's keys (first seen at rows `first`) lead the rows

@@ -23,6 +23,20 @@ def min_max(vals):
     return lo, hi
 
 
+#: The code of every NaN in :func:`float_codes` (the bits of NumPy's NaN).
+NAN_CODE = np.int64(np.array(np.nan).view(np.int64))
+
+
+@jit_reading("vals")
+def float_codes(vals, codes):
+    """int64 codes of float64 ``vals`` into ``codes``, equal where the values are equal keys: the
+    bits of the value, of :data:`NAN_CODE` for every NaN, of 0.0 for -0.0."""
+    bits = vals.view(np.int64)
+    for i in range(vals.shape[0]):
+        v = vals[i]
+        codes[i] = NAN_CODE if v != v else (np.int64(0) if v == 0.0 else bits[i])
+
+
 #: Times compared a block at a time in :func:`first_descent` (a loop with an early exit does not
 #: vectorize; one without it over a block does).
 DESCENT_BLOCK = 1024

@@ -26,7 +26,10 @@ POOLS = {
                                  "é", "abcdefghijkl", "abcdefghijkm", "abcdefghijklm"]),
     "categorical": (pl.Categorical, ["x", "y", "z", None]),
     "enum": (pl.Enum(["p", "q", "r", "s"]), ["s", "q", "p", None]),
-    "float": (pl.Float64, [0.0, -0.0, 1.5, float("nan"), -float("nan"), None, 1e300, -2.25]),
+    "float": (pl.Float64, [0.0, -0.0, 1.5, float("nan"), -float("nan"), None, 1e300, -2.25,
+                          float(np.array(0x7FF4_0000_0000_0001).view(np.float64))]),  # a NaN of another payload
+    # no nulls, a key range too wide for a direct table: Partitions._int_ids' hash table, kept between batches
+    "int, spread": (pl.Int64, [0, 7, -3, 2**40, -(2**50), 2**62, -(2**63)]),
     # null's code is one below the smallest value, or one above the largest (int64's least is a value)
     "int with nulls": (pl.Int64, [3, None, -1, 0, 2**62, -(2**63)]),
     "int with nulls, no free code": (pl.Int64, [None, -(2**63), 2**63 - 1, 0]),
@@ -45,6 +48,7 @@ def _coded_agrees_with_joined(schema: dict, q, df: pl.DataFrame, cuts: list[int]
     coded, joined = P.Partitions(q, schema), P.Partitions(q, schema)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(P, "CODED_IDS_FROM", 0)
+        mp.setattr(P, "SIZED_TABLES_FROM", 0)  # tables sized for a sample's guess of the keys
         got = _ids_in_batches(coded, df, cuts, P.Partitions.ids)
     assert got == _ids_in_batches(joined, df, cuts, P.Partitions._joined_ids)
     assert coded.keys.equals(joined.keys)
@@ -139,12 +143,14 @@ STRINGS = ["", "a", "ab", "é", "abcdefghijkl", "abcdefghijkm", "abcdefghijklm",
 
 @settings(max_examples=examples(150), deadline=None)
 @given(picks=st.lists(st.integers(0, len(STRINGS) - 1), min_size=1, max_size=60), start=st.integers(0, 3),
-       cut=st.integers(0, 60), how=st.sampled_from(["one", "halves", "shares"]))
-def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, how):
+       cut=st.integers(0, 60), how=st.sampled_from(["one", "halves", "shares"]),
+       guess=st.sampled_from([0.0, 1.0, 7.0, 1e9, np.inf]))
+def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, how, guess):
     """The ids of a String column read from its Arrow views (``kernels/keys.py::view_ids``): equal
     ids for equal strings (null one key), numbered in order of first appearance; on a slice (view
     offset) of a column of two chunks (one with its own long-string buffers), in one pass, or on
-    two threads in two halves of the rows or two shares of the keys."""
+    two threads in two halves of the rows or two shares of the keys; with hash tables sized for a
+    ``guess`` of the keys (0: none; too few or too many)."""
     values = [STRINGS[i] for i in picks]
     head = pl.Series("id", ["pad"] * start + values[:cut], dtype=pl.String)
     col = pl.concat([head, pl.Series("id", values[cut:], dtype=pl.String)], rechunk=False)[start:]
@@ -152,7 +158,7 @@ def test_string_ids_from_views_are_those_of_the_strings(picks, start, cut, how):
         if how != "one":
             mp.setenv("CEPVEC_NUM_THREADS", "2")
             mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
-            mp.setattr(P, "_numbering", lambda n, distinct, shares: how if n >= 2 else "one")
+        mp.setattr(P, "_numbering", lambda n, distinct, shares: (how if n >= 2 else "one", guess))
         local, first, exact = P._column_ids(col)
     number: dict = {}
     assert exact
@@ -204,9 +210,11 @@ def test_numbering_by_the_keys_for_the_rows(monkeypatch, keys, shares, how):
     monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
     n = 1_000_000
     codes = np.arange(n) if keys is None else np.random.default_rng(1).integers(0, keys, n)
-    assert P._numbering(n, lambda rows: len(P.sorted_unique(codes[rows])), shares) == how
+    how2, guess = P._numbering(n, lambda rows: len(P.sorted_unique(codes[rows])), shares)
+    assert how2 == how
+    assert guess == np.inf if keys is None else keys / 2 < guess < 2 * keys  # within the factor of a table's growth
     monkeypatch.setenv("CEPVEC_NUM_THREADS", "1")
-    assert P._numbering(n, lambda rows: len(P.sorted_unique(codes[rows])), shares) == "one"
+    assert P._numbering(n, lambda rows: len(P.sorted_unique(codes[rows])), shares) == ("one", guess)
 
 
 @settings(max_examples=examples(150), deadline=None)

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import _jit
-from cepvec.kernels.keys import (dense_ids, dense_ids_direct, key_table, merge_shares, min_max, renumber_new,
-                                 scatter_ids, view_ids, view_share)
+from cepvec.kernels.keys import (_capacity, dense_ids, dense_ids_direct, float_codes, key_table, merge_shares,
+                                 min_max, renumber_new, scatter_ids, view_ids, view_share)
 from cepvec.runtime import threads
 from cepvec.runtime.type_codes import string_view_array, view_words_of
 
@@ -177,13 +177,17 @@ class Partitions:
             new_keys = vals[_direct_ids(vals, vmin, direct, n0, ids)]
             self._tab_n = -1
         else:
-            if self._tab_n != n0:  # rebuild the hash table from the keys (a join added some)
+            size = n0 + 1
+            if len(vals) >= SIZED_TABLES_FROM:  # room for the keys of the batch (a guess), or for the known ones
+                size = max(size, _keys_in(_guess_keys(len(vals), lambda rows: len(sorted_unique(vals[rows]))), len(vals)))
+            if self._tab_n != n0 or _capacity.py_func(len(self._table), 2) < size:
+                # rebuild the hash table from the keys (a join added some; or sized for the batch's)
                 known = self.keys.filter(pl.col(c).is_not_null())
                 kv = known[c].cast(pl.Int64).to_numpy()
-                _first, table = dense_ids(kv, key_table(n0 + 1), 0, np.empty(len(kv), np.int64))
-                # dense_ids numbered them 0..m-1 in order; set the real partition ids
-                used = table[:, 1] >= 0
-                table[used, 1] = known["__pid"].to_numpy()[table[used, 1]]
+                _first, table = dense_ids(kv, key_table(size), 0, np.empty(len(kv), np.int64))
+                if len(kv):  # dense_ids numbered them 0..m-1 in order; set the real partition ids
+                    used = table[:, 1] >= 0
+                    table[used, 1] = known["__pid"].to_numpy()[table[used, 1]]
                 self._table = table
             ids = np.empty(len(vals), np.int64)
             first, self._table = dense_ids(vals, self._table, n0, ids)
@@ -247,7 +251,7 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
         vmin, vmax = (int(v) for v in min_max(codes))
         if vmax - vmin < min(1 << 20, 8 * n + 1024):
             return local, _direct_ids(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
-    return _ids_in_halves(n, local, lambda a, b, out: dense_ids(codes[a:b], key_table(), 0, out),
+    return _ids_in_halves(n, local, lambda a, b, out, size: dense_ids(codes[a:b], key_table(size), 0, out),
                           lambda rows, table, first, out: dense_ids(codes[rows], table, len(first), out),
                           lambda rows: len(sorted_unique(codes[rows])))
 
@@ -276,13 +280,13 @@ def _string_ids(col: pl.Series, arr, decide_only: bool = False):
         return len(view_ids(_frozen(views[rows]), addrs, rows_of(nulls, rows), key_table(width=3), 0,
                             np.empty(len(rows), np.int64))[0])
 
-    def shares(out):  # each thread the keys of one share (kernels/keys.py::view_share)
+    def shares(out, size):  # each thread the keys of one share (kernels/keys.py::view_share)
         def number(share):
             n = len(views)
             sv, sn, rows = np.empty((n, 2), np.uint64), np.empty(len(nulls), np.bool_), np.empty(n, np.int64)
             m = view_share(views, addrs, nulls, share, sv, sn, rows)
             ids = np.empty(m, np.int64)
-            first = view_ids(_frozen(sv[:m]), addrs, sn[:m], key_table(width=3), 0, ids)[0]
+            first = view_ids(_frozen(sv[:m]), addrs, sn[:m], key_table(size, width=3), 0, ids)[0]
             return rows[:m], ids, rows[first]
 
         (rows0, ids0, first0), (rows1, ids1, first1) = threads.map_threads(number, [0, 1])
@@ -297,10 +301,10 @@ def _string_ids(col: pl.Series, arr, decide_only: bool = False):
         return first
 
     if decide_only:
-        return _numbering(len(col), distinct, True)
+        return _numbering(len(col), distinct, True)[0]
     return _ids_in_halves(len(col), np.empty(len(col), np.int64),
-                          lambda a, b, out: view_ids(views[a:b], addrs, rows_of(nulls, slice(a, b)),
-                                                     key_table(width=3), 0, out), merge, distinct, shares)
+                          lambda a, b, out, size: view_ids(views[a:b], addrs, rows_of(nulls, slice(a, b)),
+                                                           key_table(size, width=3), 0, out), merge, distinct, shares)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -312,24 +316,25 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct, shares=None) -> tuple[np.ndarray, np.ndarray]:
     """``(local, first)``: dense ids into ``local`` and the first rows, from a hash table.
 
-    ``number(a, b, out)`` numbers rows ``[a, b)`` from an empty table into ``out`` and returns the
-    first rows and the table. On two threads (:func:`_numbering` picks, from a sample of the rows:
-    ``distinct(rows)`` is how many distinct keys they hold), with few keys for the rows a long
-    column is cut in two halves, each numbered with a table of its own; ``merge(rows, table, first,
-    out)`` then looks the second half's distinct keys (its first ``rows``) up in the first half's
-    ``table`` (keys ``first``) in order of first appearance (a key it did not see takes the next id),
-    and the second half is renumbered. With many keys, ``shares(local)`` (when given) numbers every
-    row on both threads, each thread the keys of one half of the hash space, and returns the first
-    rows.
+    ``number(a, b, out, size)`` numbers rows ``[a, b)`` from an empty table for ``size`` keys into
+    ``out`` and returns the first rows and the table. On two threads (:func:`_numbering` picks, from
+    a sample of the rows: ``distinct(rows)`` is how many distinct keys they hold), with few keys for
+    the rows a long column is cut in two halves, each numbered with a table of its own; ``merge(rows,
+    table, first, out)`` then looks the second half's distinct keys (its first ``rows``) up in the
+    first half's ``table`` (keys ``first``) in order of first appearance (a key it did not see takes
+    the next id), and the second half is renumbered. With many keys, ``shares(local, size)`` (when
+    given) numbers every row on both threads, each thread the keys of one half of the hash space in
+    a table for ``size`` keys, and returns the first rows.
     """
-    how = _numbering(n, distinct, shares is not None)
+    how, keys = _numbering(n, distinct, shares is not None)
     if how == "shares":
-        return local, shares(local)
+        return local, shares(local, _keys_in(keys, n) // 2)
     if how == "one":
-        return local, number(0, n, local)[0]
+        return local, number(0, n, local, _keys_in(keys, n))[0]
     parts = threads.halves(n)
     m = parts[1][0]
-    (first, table), (first2, _) = threads.map_threads(lambda r: number(r[0], r[1], local[r[0]:r[1]]), parts)
+    (first, table), (first2, _) = threads.map_threads(
+        lambda r: number(r[0], r[1], local[r[0]:r[1]], _keys_in(keys, r[1] - r[0])), parts)
     remap = np.empty(len(first2), np.int64)
     unseen = merge(m + first2, table, first, remap)[0]
     renumber_new(local[m:], 0, remap)
@@ -341,27 +346,57 @@ KEY_SAMPLE = 4096
 #: The halves of a column are numbered apart while a half is expected to hold at most this share of
 #: the column's rows as distinct keys (its merge looks each of them up; docs/performance.md, session 44).
 HALVES_UP_TO_KEYS = 1 / 8
+#: From this many rows on, a hash table is sized for the keys a sample guesses (:func:`_guess_keys`), not
+#: grown from empty: 10^6 rows of 10^5 int64 keys took 22.7 ms growing the table, 13.6 ms sized
+#: (docs/performance.md, session 46).
+SIZED_TABLES_FROM = 1 << 15
 #: From this many keys (a guess) the rows are numbered in shares of the keys, not in halves of the rows:
 #: a table of that many keys outgrows a core's cache (docs/performance.md, session 45).
 SHARES_FROM_KEYS = 1 << 15
 
 
-def _numbering(n: int, distinct, shares: bool) -> str:
+def _numbering(n: int, distinct, shares: bool) -> tuple[str, float]:
     """How :func:`_ids_in_halves` numbers ``n`` rows: ``"one"`` pass, two ``"halves"`` or two
-    ``"shares"`` of the keys (``shares``: possible). ``distinct(rows)`` of some random rows gives a
-    guess of the keys (``K ≈ s² / 2d`` from the ``d`` repeats among ``s`` rows of keys drawn alike),
-    hence of the distinct keys of a half, ``K (1 - exp(-n / 2K))``. With 6·10^5 distinct strings in
-    10^6 rows the halves and their merge took 1.5x one pass on one thread."""
-    if len(threads.halves(n)) == 1:
-        return "one"
-    rows = sorted_unique(np.random.default_rng(0).integers(0, n, min(n, KEY_SAMPLE)))
-    repeats = len(rows) - distinct(rows)
-    keys = len(rows) ** 2 / (2 * repeats) if repeats else np.inf
+    ``"shares"`` of the keys (``shares``: possible), and the guess of :func:`_guess_keys` (0: the
+    rows are too few to guess). A half of the rows holds about :func:`_keys_in` ``(keys, n / 2)``
+    distinct keys. With 6·10^5 distinct strings in 10^6 rows the halves and their merge took 1.5x
+    one pass on one thread."""
+    on_two = len(threads.halves(n)) > 1
+    if not on_two and n < SIZED_TABLES_FROM:
+        return "one", 0.0
+    keys = _guess_keys(n, distinct)
+    if not on_two:
+        return "one", keys
     if shares and keys >= SHARES_FROM_KEYS:
-        return "shares"
-    if repeats and keys * -np.expm1(-n / (2 * keys)) <= HALVES_UP_TO_KEYS * n or HALVES_UP_TO_KEYS == np.inf:
-        return "halves"
-    return "one"
+        return "shares", keys
+    if _keys_in(keys, n // 2) <= HALVES_UP_TO_KEYS * n or HALVES_UP_TO_KEYS == np.inf:
+        return "halves", keys
+    return "one", keys
+
+
+def _guess_keys(n: int, distinct) -> float:
+    """A guess of how many keys ``n`` rows are drawn from (inf: no key seen twice in the sample):
+    ``distinct(rows)`` of :data:`KEY_SAMPLE` random rows gives the ``d`` distinct keys among the ``s``
+    rows, and ``K`` solves ``K (1 - exp(-s / K)) = d``, the distinct keys expected of ``s`` rows drawn
+    from ``K`` alike (about ``s² / 2 (s - d)`` for many keys, ``d`` for few; fewer than the truth
+    where some keys are frequent)."""
+    rows = sorted_unique(np.random.default_rng(0).integers(0, n, min(n, KEY_SAMPLE)))
+    s, d = len(rows), distinct(rows)
+    if d >= s:
+        return np.inf
+    lo, hi = float(d), float(s) * s  # the expected count grows with K: bisect (in ratio)
+    for _ in range(40):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if mid * -np.expm1(-s / mid) < d else (lo, mid)
+    return hi
+
+
+def _keys_in(keys: float, n: int) -> int:
+    """How many distinct keys ``n`` rows drawn from ``keys`` keys hold, ``K (1 - exp(-n / K))``
+    (at most ``n``; 0 for no guess): the size of a hash table for them."""
+    if not keys:
+        return 0
+    return n if keys == np.inf else min(n, int(keys * -np.expm1(-n / keys)))
 
 
 def sorted_unique(a: np.ndarray) -> np.ndarray:
@@ -407,11 +442,12 @@ def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
             return phys.cast(pl.Int64).fill_null(-1).to_numpy(), True
         return phys.to_numpy().astype(np.int64), True
     if dt.is_float():
-        v = col.cast(pl.Float64).to_numpy()
-        bits = np.where(np.isnan(v), np.float64("nan"), v + 0.0).view(np.int64)  # -0.0 is 0.0
+        v = np.ascontiguousarray(col.cast(pl.Float64).to_numpy())
+        bits = np.empty(len(v), np.int64)  # (NumPy's where, isnan and view took 3.9 ms at 10^6 rows, this 0.6)
+        threads.map_threads(lambda r: float_codes(v[r[0]:r[1]], bits[r[0]:r[1]]), threads.halves(len(v)))
         if col.null_count():
-            bits = np.where(col.is_null().to_numpy(), _NULL_FLOAT_CODE, bits)
-        return np.ascontiguousarray(bits), True
+            bits[col.is_null().to_numpy()] = _NULL_FLOAT_CODE
+        return bits, True
     if dt == pl.String:
         return col.hash().to_numpy().view(np.int64), False
     if dt.is_integer() or dt.is_temporal() or dt == pl.Boolean:

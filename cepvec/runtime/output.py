@@ -121,10 +121,44 @@ def _rank_of_pid(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame |
     ``gf`` in that order (without GROUP-BY: one partition, rank 0, and None)."""
     if not q.group_by:
         return np.zeros(max(len(gf), 1), np.int64), None
-    ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
+    order = int_order(gf[q.group_by[0]]) if len(q.group_by) == 1 else None
+    if order is None:
+        ranked = gf.sort(list(q.group_by), nulls_last=True, maintain_order=True)
+    else:
+        ranked = gf[order]
     rank_of_pid = np.empty(len(gf), np.int64)
     rank_of_pid[ranked["__pid"].to_numpy()] = np.arange(len(gf), dtype=np.int64)
     return rank_of_pid, ranked
+
+
+#: From this many rows on, :func:`int_order` sorts an integer column itself.
+INT_ORDER_FROM = 1 << 14
+
+
+def int_order(col: pl.Series) -> np.ndarray | None:
+    """The rows of an integer (or temporal) column in ascending order, nulls last, equal values in
+    row order: Polars' stable sort, by one NumPy sort of ``(value - min) << b | row`` (a SIMD sort of
+    int64; 5·10^5 distinct ids: 5 ms, Polars' sort of them 27-30 ms). None where that does not fit
+    in 63 bits (a value range past ``2**(63 - b)``, ``b`` the bits of a row number), for other dtypes
+    and for short columns."""
+    n = len(col)
+    if n < INT_ORDER_FROM or not (col.dtype.is_integer() or col.dtype.is_temporal()):
+        return None
+    phys = col.to_physical()
+    if phys.dtype == pl.UInt64 and (phys.max() or 0) > np.iinfo(np.int64).max:
+        return None
+    v = phys.cast(pl.Int64)
+    lo, hi = v.min(), v.max()
+    if lo is None:  # every row null: row order
+        return np.arange(n, dtype=np.int64)
+    b = n.bit_length()
+    if (hi - lo + 1).bit_length() + b > 63:  # (the value hi - lo + 1 codes null)
+        return None
+    off = v.fill_null(lo).to_numpy() - np.int64(lo)
+    if v.null_count():
+        off[v.is_null().to_numpy()] = hi - lo + 1
+    packed = np.sort((off << b) | np.arange(n, dtype=np.int64))
+    return packed & np.int64((1 << b) - 1)
 
 
 def _order_by_rank(rank_of_pid: np.ndarray, pid: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -353,6 +353,26 @@ DEMOS = (
 )
 
 
+def _signature(words: str) -> str:
+    """A kernel signature as Numba prints it, from one word per argument: ``i`` int64, ``b`` bool, ``I`` /
+    ``F`` / ``B`` a C-contiguous 1-d writable int64 / float64 / bool array, ``I2`` / ``F2`` / ``B2`` 2-d."""
+    dtypes = {"I": "int64", "F": "float64", "B": "bool"}
+    scalars = {"i": "int64", "b": "bool"}
+    args = [scalars[w] if w in scalars else f"Array({dtypes[w[0]]}, {w[1:] or 1}, 'C', False, aligned=True)"
+            for w in words.split()]
+    return f"({', '.join(args)})"
+
+
+#: Kernel specialisations the demo's first query reaches last, compiled ahead in the background
+#: (``cepvec.warmup.warm_up``'s ``ahead``) while this process compiles the rest of its trend kernels:
+#: ``run_segments_slide`` types ``key_spaces`` (with the sorts) and only then ``_epoch`` (3-5 s on a
+#: cold cache), which it then loads. A cold ``cepvec demo`` took 15.1-15.4 s against 17.4-20.5 s without
+#: (docs/performance.md, session 46). ``tests/test_cli.py`` checks that it is the specialisation the
+#: first query calls.
+DEMO_AHEAD = ({"module": "cepvec.kernels.trend.epoch", "kernel": "_epoch", "signature": _signature(
+    "i i i i b b i i i i i i I I I I2 F2 B2 B2 B B I I I I I I i i B2 B2 I I I I I I I I F I F I F I I F I I I I I2 F2 i")},)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     n, seed = args.events, args.seed
     total = len(DEMOS)
@@ -452,7 +472,8 @@ def _compile_in_background(streams, workload, engine: str):
         work = [(q, s) for q, _, s in streams[1:]]
         if engine != "reference":
             work.append((texts, events.head(256)))
-        return warm_up(work, engine=engine, processes=cores - 1, skip=(first,))
+        return warm_up(work, engine=engine, processes=cores - 1, skip=(first,),
+                       ahead=DEMO_AHEAD if first == "trend" else ())
     except Exception:  # noqa: BLE001  (an optimisation only: the demo compiles in this process anyway)
         return None
 

@@ -11,9 +11,11 @@ separate cores, and later runs in any process load them from the cache.
 
 from __future__ import annotations
 
+import importlib
 import io
 import multiprocessing
 import os
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 
 import polars as pl
@@ -30,7 +32,7 @@ def kernel_family(q: Query, engine: str = "auto", schema: dict | None = None) ->
 
 
 def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: int | None = None,
-            skip: tuple[str, ...] = ()) -> list[Future]:
+            skip: tuple[str, ...] = (), ahead=()) -> list[Future]:
     """Compile the kernels of ``work`` in background processes, one per kernel family.
 
     Parameters
@@ -47,6 +49,11 @@ def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: in
         at least 1).
     skip : tuple of str
         Kernel families not to compile here (e.g. the one the caller compiles itself).
+    ahead : sequence of dict
+        Kernel specialisations (``{"module", "kernel", "signature"}``, :func:`compile_signatures`)
+        compiled before the families, in the first process: the callees a kernel the caller compiles
+        meanwhile reaches last (it then loads them from the cache, or waits while they compile,
+        instead of compiling them itself).
 
     Returns
     -------
@@ -84,16 +91,17 @@ def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: in
         texts = {n: (x.text, x.type_col, x.time_col) for n, x in q.items()} if fam == "sharing" else \
             (q.text, q.type_col, q.time_col)
         families.setdefault(fam, []).append((texts, buf.getvalue()))
-    if not families:
+    if not families and not ahead:
         return []
     if processes is None:
         try:
             processes = len(os.sched_getaffinity(0))
         except AttributeError:  # pragma: no cover (not Linux)
             processes = os.cpu_count() or 1
-    pool = ProcessPoolExecutor(max_workers=max(1, min(processes, len(families))),
+    pool = ProcessPoolExecutor(max_workers=max(1, min(processes, len(families) + bool(ahead))),
                                mp_context=multiprocessing.get_context("spawn"))
-    futures = [pool.submit(_compile_family, jobs, engine, numeric) for jobs in families.values()]
+    futures = [pool.submit(compile_signatures, list(ahead))] if ahead else []
+    futures += [pool.submit(_compile_family, jobs, engine, numeric) for jobs in families.values()]
     pool.shutdown(wait=False)  # the workers exit once their family is compiled
     return futures
 
@@ -115,6 +123,33 @@ def _compile_family(jobs, engine: str, numeric: str) -> None:
                 text, type_col, time_col = texts
                 run(compile_query(text, type_col=type_col, time_col=time_col), events, engine=engine,
                     numeric=numeric)
+
+
+def parse_signature(text: str) -> tuple:
+    """The argument types of a kernel specialisation from their text as Numba prints them
+    (``(int64, Array(int64, 1, 'C', False, aligned=True))``)."""
+    from numba.core import types
+
+    names = {name: getattr(types, name) for name in dir(types) if not name.startswith("_")}
+    names["bool"] = types.boolean
+    sig = eval(text, {"__builtins__": {}}, names)  # noqa: S307 (texts of our own records)
+    return sig if isinstance(sig, tuple) else (sig,)
+
+
+def compile_signatures(entries) -> list[float | str]:
+    """Compile each kernel specialisation ``{"module", "kernel", "signature"}`` (the kernel
+    ``module.kernel``, its argument types as :func:`parse_signature` reads them) into the cache, or
+    load it from there: its seconds each, or why it no longer matches its kernel (a stale record)."""
+    out: list[float | str] = []
+    for e in entries:
+        t0 = time.perf_counter()
+        try:
+            getattr(importlib.import_module(e["module"]), e["kernel"]).compile(parse_signature(e["signature"]))
+        except Exception as err:  # noqa: BLE001 (a stale record: its callers compile what they need themselves)
+            out.append(f"{e['module']}.{e['kernel']}{e['signature'][:60]}...: {err!r}"[:400])
+            continue
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int64") -> None:

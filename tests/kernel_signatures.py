@@ -32,33 +32,19 @@ the in-tree cache, so leave ``NUMBA_CACHE_DIR`` unset).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import multiprocessing
 import os
 import pickle
 import sys
 import tempfile
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from cepvec.warmup import compile_signatures, parse_signature  # noqa: F401 (parse_signature: the tests read records)
+
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = Path(__file__).resolve().parent / "fixtures" / "kernel_signatures.json"
-
-
-def _types_namespace() -> dict:
-    from numba.core import types
-
-    ns = {name: getattr(types, name) for name in dir(types) if not name.startswith("_")}
-    ns["bool"] = types.boolean
-    return ns
-
-
-def parse_signature(text: str) -> tuple:
-    """A signature as the cache index prints it (``(int64, Array(int64, 1, 'C', True, aligned=True))``)."""
-    sig = eval(text, {"__builtins__": {}}, _types_namespace())  # noqa: S307 (our own record)
-    return sig if isinstance(sig, tuple) else (sig,)
 
 
 def read_cache(root: Path = ROOT) -> list[dict]:
@@ -86,20 +72,6 @@ def read_cache(root: Path = ROOT) -> list[dict]:
     return out
 
 
-def _compile(entries: list[dict]) -> list[float | str]:
-    """Compile each entry (into the cache): its seconds, or why it no longer matches its kernel."""
-    out: list[float | str] = []
-    for e in entries:
-        t0 = time.perf_counter()
-        try:
-            getattr(importlib.import_module(e["module"]), e["kernel"]).compile(parse_signature(e["signature"]))
-        except Exception as err:  # noqa: BLE001 (a stale record: the tests compile it themselves)
-            out.append(f"{e['module']}.{e['kernel']}{e['signature'][:60]}...: {err!r}"[:400])
-            continue
-        out.append(time.perf_counter() - t0)
-    return out
-
-
 def schedule(entries: list[dict], processes: int) -> list[list[dict]]:
     """Longest recorded compile time first, each to the least loaded process."""
     loads = [0.0] * processes
@@ -124,7 +96,7 @@ def compile_recorded(processes: int | None = None, record: Path = RECORD) -> lis
         processes = max(1, cores // 2)
     parts = schedule(entries, max(1, processes))
     with ProcessPoolExecutor(len(parts), mp_context=multiprocessing.get_context("spawn")) as pool:
-        done = [f.result() for f in [pool.submit(_compile, part) for part in parts]]
+        done = [f.result() for f in [pool.submit(compile_signatures, part) for part in parts]]
     return [r for rs in done for r in rs if isinstance(r, str)]
 
 
@@ -140,7 +112,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as cache:  # time each one on an empty cache, in one fresh process
         os.environ["NUMBA_CACHE_DIR"] = cache
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            seconds = pool.submit(_compile, entries).result()
+            seconds = pool.submit(compile_signatures, entries).result()
     kept = [e | {"seconds": round(s, 2)} for e, s in zip(entries, seconds) if not isinstance(s, str)]
     RECORD.write_text(json.dumps({"kernels": kept}, indent=0) + "\n")
     print(f"{len(kept)} of {len(entries)} specialisations, {sum(e['seconds'] for e in kept):.0f} s to compile "

@@ -272,6 +272,42 @@ def test_demo_warm_up_sample_runs_the_kernels_of_the_whole_stream(i):
     assert window[0] == window[1]
 
 
+def test_the_demo_compiles_ahead_the_callee_its_first_query_reaches_last(monkeypatch):
+    """``cli.DEMO_AHEAD`` is the specialisation of ``_epoch`` that the first demo query's
+    ``run_segments_slide`` calls: Numba's type inference of the kernel for the arguments of the
+    query's run (its callees load from the cache) finds that call's argument types. A stale entry
+    would cost the background process seconds for a kernel nobody loads."""
+    import numba
+    from numba.core import compiler, ir, typed_passes
+    from numba.core.registry import cpu_target
+    from numba.core.typing.typeof import Purpose
+
+    from cepvec.cli import DEMO_AHEAD, DEMOS, _warm_up_sample
+    from cepvec.kernels import trend
+    from cepvec.warmup import parse_signature
+
+    kernel, calls = trend.run_segments_slide, []
+
+    def spy(*args):
+        calls.append(tuple(numba.typeof(a, Purpose.argument) for a in args))
+        return kernel(*args)
+
+    monkeypatch.setattr(trend, "run_segments_slide", spy)
+    q = cepvec.compile(DEMOS[0]["query"])
+    cepvec.run(q, _warm_up_sample(q, DEMOS[0]["make"](2000, 0)))
+    assert calls and len(set(calls)) == 1
+    func_ir = compiler.run_frontend(kernel.py_func, inline_closures=True)
+    typed = typed_passes.type_inference_stage(cpu_target.typing_context, cpu_target.target_context, func_ir,
+                                              calls[0], None)
+    called = {(d.py_func.__module__, d.py_func.__name__, tuple(sig.args))
+              for expr, sig in typed.calltypes.items() if isinstance(expr, ir.Expr) and expr.op == "call"
+              for d in [getattr(typed.typemap[expr.func.name], "dispatcher", None)] if d is not None}
+    (ahead,) = DEMO_AHEAD
+    epoch = [c for c in called if c[1] == ahead["kernel"]]
+    assert [(m, k) for m, k, _ in epoch] == [(ahead["module"], ahead["kernel"])]
+    assert epoch[0][2] == parse_signature(ahead["signature"]), f"the demo's first query calls {epoch[0][2]}"
+
+
 def test_demo_tables_are_truncated(capsys):
     assert main(["demo", "--events", "300", "--engine", "reference"]) == 0
     out, _ = capsys.readouterr()

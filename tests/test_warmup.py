@@ -46,6 +46,22 @@ def test_warm_up_reports_a_worker_error():
         futures[0].result(timeout=240)
 
 
+def test_warm_up_compiles_specialisations_ahead():
+    """``ahead``: kernel specialisations compiled first, in the first process (their seconds each),
+    beside the families; one that no longer matches its kernel comes back as a message, not an error."""
+    arrays = "Array(int32, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True)"
+    good = {"module": "cepvec.kernels.linear.encode", "kernel": "count_events",
+            "signature": f"(int64, {arrays}, Array(int64, 1, 'C', False, aligned=True))"}
+    stale = {**good, "signature": f"(int64, {arrays})"}  # an argument short
+    futures = warm_up([("RETURN COUNT(*) PATTERN SEQ(A, B, C) WITHIN 4", EV)], processes=1, ahead=[good, stale])
+    assert len(futures) == 2
+    seconds, message = futures[0].result(timeout=240)
+    assert isinstance(seconds, float) and "count_events" in message
+    assert futures[1].result(timeout=240) is None
+    assert warm_up([], ahead=[good], processes=1)[0].result(timeout=240)[0] >= 0
+    assert warm_up([]) == []
+
+
 def test_warm_up_compiles_a_workload():
     """A workload (dict of texts, list, or Workload) is the "sharing" family: run_many in a worker."""
     ev = pl.DataFrame({"type": ["A", "B", "C", "A", "B"], "time": [1, 2, 3, 4, 5]})

@@ -177,14 +177,14 @@ class Partitions:
             new_keys = vals[_direct_ids(vals, vmin, direct, n0, ids)]
             self._tab_n = -1
         else:
-            size = n0 + 1
-            if len(vals) >= SIZED_TABLES_FROM:  # room for the keys of the batch (a guess), or for the known ones
-                size = max(size, _keys_in(_guess_keys(len(vals), lambda rows: len(sorted_unique(vals[rows]))), len(vals)))
-            if self._tab_n != n0 or _capacity.py_func(len(self._table), 2) < size:
+            want = 0  # room for the keys of the batch (a guess; at least the known ones are held)
+            if len(vals) >= SIZED_TABLES_FROM:
+                want = _keys_in(_guess_keys(len(vals), lambda rows: len(sorted_unique(vals[rows]))), len(vals))
+            if self._tab_n != n0 or _capacity.py_func(len(self._table), 2) < want:
                 # rebuild the hash table from the keys (a join added some; or sized for the batch's)
                 known = self.keys.filter(pl.col(c).is_not_null())
                 kv = known[c].cast(pl.Int64).to_numpy()
-                _first, table = dense_ids(kv, key_table(size), 0, np.empty(len(kv), np.int64))
+                _first, table = dense_ids(kv, key_table(max(n0 + 1, want)), 0, np.empty(len(kv), np.int64))
                 if len(kv):  # dense_ids numbered them 0..m-1 in order; set the real partition ids
                     used = table[:, 1] >= 0
                     table[used, 1] = known["__pid"].to_numpy()[table[used, 1]]

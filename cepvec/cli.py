@@ -366,7 +366,7 @@ def _signature(words: str) -> str:
 #: Kernel specialisations the demo's first query reaches last, compiled ahead in the background
 #: (``cepvec.warmup.warm_up``'s ``ahead``) while this process compiles the rest of its trend kernels:
 #: ``run_segments_slide`` types ``key_spaces`` (with the sorts) and only then ``_epoch`` (3-5 s on a
-#: cold cache), which it then loads. A cold ``cepvec demo`` took 15.1-15.4 s against 17.4-20.5 s without
+#: cold cache), which it then loads: the first query's compiling took 12.7-14.6 s against 14.4-18.2 s
 #: (docs/performance.md, session 46). ``tests/test_cli.py`` checks that it is the specialisation the
 #: first query calls.
 DEMO_AHEAD = ({"module": "cepvec.kernels.trend.epoch", "kernel": "_epoch", "signature": _signature(

@@ -443,7 +443,7 @@ def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
         return phys.to_numpy().astype(np.int64), True
     if dt.is_float():
         v = np.ascontiguousarray(col.cast(pl.Float64).to_numpy())
-        bits = np.empty(len(v), np.int64)  # (NumPy's where, isnan and view took 3.9 ms at 10^6 rows, this 0.6)
+        bits = np.empty(len(v), np.int64)  # (NumPy's where, isnan and view took 3.7 ms at 10^6 rows, this 1.4)
         threads.map_threads(lambda r: float_codes(v[r[0]:r[1]], bits[r[0]:r[1]]), threads.halves(len(v)))
         if col.null_count():
             bits[col.is_null().to_numpy()] = _NULL_FLOAT_CODE

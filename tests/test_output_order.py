@@ -50,6 +50,12 @@ def test_int_order_of_dates_and_of_other_dtypes(monkeypatch):
     monkeypatch.setattr(O, "INT_ORDER_FROM", 0)
     days = pl.Series("d", [dt.date(2026, 1, 3), None, dt.date(1970, 1, 1), dt.date(2026, 1, 3), dt.date(1900, 5, 5)])
     assert O.int_order(days).tolist() == _polars_order(days) == [4, 2, 0, 3, 1]
+    rng = np.random.default_rng(3)
+    for col in (pl.Series("t", rng.integers(0, 10**15, 40)).cast(pl.Datetime("us", "Europe/Paris")),
+                pl.Series("t", rng.integers(-10**12, 10**12, 40)).cast(pl.Duration("ns")),
+                pl.Series("t", rng.integers(0, 86_400 * 10**9, 40)).cast(pl.Time)):
+        col = col.scatter([3, 7], None)
+        assert O.int_order(col).tolist() == _polars_order(col), col.dtype
     assert O.int_order(pl.Series("v", [None, None], dtype=pl.Int64)).tolist() == [0, 1]
     assert O.int_order(pl.Series("v", ["b", "a"])) is None
     assert O.int_order(pl.Series("v", [0.5, -1.0])) is None

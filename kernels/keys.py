@@ -81,10 +81,14 @@ def dense_ids_direct(vals, vmin, direct, n_known, ids):
 
 @jit_inline
 def _slot(v, shift):
-    """Fibonacci hashing: the top bits of ``v`` times 2**64 / golden ratio (every bit of ``v`` moves
-    them; the low bits of the product ignore the high bits of ``v``, so integral floats or keys that
-    differ above bit 44 all fell into one slot)."""
-    return np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift))
+    """The top bits of a 64-bit mix of ``v``: a multiply by 2**64 / golden ratio, the high half xor-ed
+    into the low, the multiply again. The top bits of one product (Fibonacci hashing) put keys of a
+    multiplicative pattern in a few runs of slots: 10^5 keys ``k * 0x9E3779B97F4A7C15`` took 47 ms
+    (10^6 rows), their multiples of its inverse 49 s; from the low bits, keys that differ above bit 44
+    or integral floats all fell into one slot."""
+    h = np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> np.uint64(32)
+    return np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift))
 
 
 #: tables of up to this many int64 words (8 MB) are kept at most a quarter full, larger ones half full:

@@ -58,8 +58,10 @@ def warm_up(work, *, engine: str = "auto", numeric: str = "int64", processes: in
     Returns
     -------
     list of concurrent.futures.Future
-        One per family started; ``result()`` waits for it and re-raises its error.
-        Nothing is started when the families are all skipped or only the reference engine runs.
+        With ``ahead``, first one for those specialisations (``result()``: :func:`compile_signatures`'
+        list); then one per family started, ``result()`` waits for it and re-raises its error.
+        Nothing is started when there is nothing ahead and the families are all skipped or only the
+        reference engine runs.
 
     Examples
     --------

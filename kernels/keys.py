@@ -331,23 +331,26 @@ def _number_views(views, addrs, nulls, start, table, shift, n_known, used, ids, 
 
 
 @jit_callee
-def _number_inline_views(views, start, table, shift, n_known, used, ids, row_of):
-    """:func:`_number_views` of a column without nulls while its strings are inline (up to 12 bytes:
-    the view words are the key), stopping at a longer one, or where a new key finds the table at
-    its capacity. Returns the row it stopped at, the new ``used``, and whether the table is full.
-    (Without the long strings' hash and comparison in the loop, 10^6 rows of 10^3 / 3·10^4 / 3·10^5
-    keys, alternating processes, best of each: 7.1 -> 4.7, 16.4 -> 12.4, 78 -> 64 ms.)"""
+def _number_inline_views(views, nulls, start, table, shift, n_known, used, ids, row_of):
+    """:func:`_number_views` while the strings are inline (up to 12 bytes: the view words are the
+    key) or null (``nulls``, empty: none; the key :data:`NULL_VIEW_KEY` chosen without a branch),
+    stopping at a longer one, or where a new key finds the table at its capacity. Returns the row it
+    stopped at, the new ``used``, and whether the table is full. (Without the long strings' hash and
+    comparison in the loop, 10^6 rows of 10^3 / 3·10^4 / 3·10^5 keys, alternating processes, best of
+    each: 7.1 -> 4.7, 16.4 -> 12.4, 78 -> 64 ms.)"""
     mask = table.shape[0] - 1
     limit = _capacity(table.shape[0], 3)
     lo_mask = VIEW_LO_MASK
     hi_mask = VIEW_HI_MASK
+    has_nulls = nulls.shape[0] > 0
     for i in range(start, views.shape[0]):
         lo = views[i, 0]
-        n = lo & np.uint64(0xFFFFFFFF)
-        if n > np.uint64(12):
+        null = has_nulls and nulls[i]
+        n = min(lo & np.uint64(0xFFFFFFFF), np.uint64(13))  # (a null's view is not read as a string)
+        if n > np.uint64(12) and not null:
             return i, used, False
-        k0 = np.int64(lo & lo_mask[n])
-        k1 = np.int64(views[i, 1] & hi_mask[n])
+        k0 = NULL_VIEW_KEY if null else np.int64(lo & lo_mask[n])
+        k1 = NULL_VIEW_KEY if null else np.int64(views[i, 1] & hi_mask[n])
         j = _slot2(k0, k1, shift)
         while True:
             p = table[j, 2]
@@ -380,10 +383,10 @@ def view_ids(views, addrs, nulls, table, n_known, ids):
         if (views[p, 0] & np.uint64(0xFFFFFFFF)) > 12 and not (nulls.shape[0] > 0 and nulls[p]):
             at_of[p] = _long_at(views[p, 1], addrs)
     i = used = n_known
-    inline = nulls.shape[0] == 0  # the inline loop first, the general one from a long string on
+    inline = True  # the inline loop first, the general one from a long string on
     while True:
         if inline:
-            i, used, full = _number_inline_views(views, i, table, shift, n_known, used, ids, row_of)
+            i, used, full = _number_inline_views(views, nulls, i, table, shift, n_known, used, ids, row_of)
             inline = full
         else:
             i, used = _number_views(views, addrs, nulls, i, table, shift, n_known, used, ids, row_of, at_of)

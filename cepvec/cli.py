@@ -367,7 +367,7 @@ def _signature(words: str) -> str:
 #: (``cepvec.warmup.warm_up``'s ``ahead``) while this process compiles the rest of its trend kernels:
 #: ``run_segments_slide`` types ``key_spaces`` (with the sorts) and only then ``_epoch`` (3-5 s on a
 #: cold cache), which it then loads: the first query's compiling took 12.7-14.6 s against 14.4-18.2 s
-#: (docs/performance.md, session 46). ``tests/test_cli.py`` checks that it is the specialisation the
+#: (docs/performance-log.md, session 46). ``tests/test_cli.py`` checks that it is the specialisation the
 #: first query calls.
 DEMO_AHEAD = ({"module": "cepvec.kernels.trend.epoch", "kernel": "_epoch", "signature": _signature(
     "i i i i b b i i i i i i I I I I2 F2 B2 B2 B B I I I I I I i i B2 B2 I I I I I I I I F I F I F I I F I I I I I2 F2 i")},)

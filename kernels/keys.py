@@ -93,7 +93,7 @@ def _slot(v, shift):
 
 #: tables of up to this many int64 words (8 MB) are kept at most a quarter full, larger ones half full:
 #: fewer probes while the table fits the caches; past them, half the memory to fault in, fill and copy
-#: as it grows (at 6·10^5 keys a half-full table took half the time; docs/performance.md, session 44)
+#: as it grows (at 6·10^5 keys a half-full table took half the time; docs/performance-log.md, session 44)
 QUARTER_FULL_UP_TO = 1 << 20
 
 

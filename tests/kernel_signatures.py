@@ -89,7 +89,7 @@ def compile_recorded(processes: int | None = None, record: Path = RECORD) -> lis
 
     Not one per core: on 2 cores the cores are busy throughout a cold run either way, and two compiling
     processes beside the two workers were no faster than one: 319 and 331 s against 293, 306 and 327 s
-    (fresh-cache runs, docs/performance.md session 43)."""
+    (fresh-cache runs, docs/performance-log.md, session 43)."""
     entries = json.loads(record.read_text())["kernels"]
     if processes is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

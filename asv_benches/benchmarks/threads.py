@@ -19,7 +19,7 @@ import cepvec
 QUERIES = {
     "aseq": ("RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50", 4_000_000),
     # the same at 10^6 events: a run of 30-60 ms, whose fixed serial costs (partition ids, the output
-    # frame: some 8 ms) bound the ratio more (docs/performance.md, session 38)
+    # frame: some 8 ms) bound the ratio more (docs/performance-log.md, session 38)
     "aseq_1e6": ("RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50", 1_000_000),
     "trend": ("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 400 SLIDE 200",
               1_000_000),

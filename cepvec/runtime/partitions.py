@@ -344,14 +344,14 @@ def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct, shares=No
 #: Rows sampled to guess how many distinct keys a long column has (:func:`_numbering`).
 KEY_SAMPLE = 4096
 #: The halves of a column are numbered apart while a half is expected to hold at most this share of
-#: the column's rows as distinct keys (its merge looks each of them up; docs/performance.md, session 44).
+#: the column's rows as distinct keys (its merge looks each of them up; docs/performance-log.md, session 44).
 HALVES_UP_TO_KEYS = 1 / 8
 #: From this many rows on, a hash table is sized for the keys a sample guesses (:func:`_guess_keys`), not
 #: grown from empty: 10^6 rows of 10^5 int64 keys took 22.7 ms growing the table, 13.6 ms sized
-#: (docs/performance.md, session 46).
+#: (docs/performance-log.md, session 46).
 SIZED_TABLES_FROM = 1 << 15
 #: From this many keys (a guess) the rows are numbered in shares of the keys, not in halves of the rows:
-#: a table of that many keys outgrows a core's cache (docs/performance.md, session 45).
+#: a table of that many keys outgrows a core's cache (docs/performance-log.md, session 45).
 SHARES_FROM_KEYS = 1 << 15
 
 

@@ -99,7 +99,7 @@ def in_pool(fn, *args) -> Future:
     The pool has one thread more than :func:`n_threads`: a piece prepares its arrays in NumPy
     (holding the GIL often) before its kernel (without it), and the extra thread prepares the next
     piece while the others run kernels (the scan path on 2 cores: 10-14% less time, interleaved
-    runs, docs/performance.md)."""
+    runs, docs/performance-log.md, session 31)."""
     global _PIECES
     n = n_threads() + 1
     if _PIECES is None or _PIECES._max_workers != n:  # noqa: SLF001 (CEPVEC_NUM_THREADS changed)

@@ -24,7 +24,7 @@ What makes it fast: ``L`` is a compile-time constant (a ``_jit.variant`` per len
 array (``_jit.stack_int64``) whose indices are all constants once the loops are unrolled, so
 LLVM keeps it in registers, and an event's occurrences are applied through masks (bit ``i`` of
 ``bits[prog]``), not branches. ``windows._within_inverse`` keeps ``W`` in memory, and each update
-of an element waits on the store of the one before (docs/performance.md, session 39).
+of an element waits on the store of the one before (docs/performance-log.md, session 39).
 """
 
 from __future__ import annotations

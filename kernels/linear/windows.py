@@ -227,7 +227,7 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
         bound = t - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
             if INVERSE:  # W <- W M_f^-1, written out in each of the 3 loops: as a jit_inline helper taking W
-                # 18% slower (reference counting), as a jit_body helper 4% (docs/performance.md, session 37)
+                # 18% slower (reference counting), as a jit_body helper 4% (docs/performance-log.md, session 37)
                 of = PT[_U64(ev_prog[_U64(f_lo)])]
                 for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
                     d = PT[_U64(kt)]

@@ -530,7 +530,7 @@ class LinearStream(Partitions):
         the kept events per partition in halves. Returns ``(pid, cls, cls_prog, counts)``. Reading
         16-byte views is the longer step; with the codes and counts in one pass after the ids instead
         (:func:`view_codes_count`), the ids ran alone on one core (10^6 events, 100 or 10 000 keys, two
-        cores: 0.8-2.1 ms of 30-33 less, docs/performance.md, session 42)."""
+        cores: 0.8-2.1 ms of 30-33 less, docs/performance-log.md, session 42)."""
         n = len(df)
         cls = np.empty(n, np.int32)
         step = n // 8 + 1

@@ -118,6 +118,18 @@ def test_split_ranges_balances_events(monkeypatch):
     assert threads.split_ranges(sizes) == [(0, len(sizes))]
 
 
+@pytest.mark.parametrize("k, n", [(2, 1), (2, 3), (3, 8), (2, 9), (4, 100)])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_thread_rows_lie_on_cache_lines_of_their_own(k, n, dtype):
+    rows = threads.thread_rows(k, n, fill=7, dtype=dtype)
+    assert rows.shape == (k, n) and rows.dtype == dtype and (rows == 7).all()
+    item = np.dtype(dtype).itemsize
+    lines = [set(range((r.ctypes.data) // threads.CACHE_LINE, (r.ctypes.data + n * item - 1) // threads.CACHE_LINE + 1))
+             for r in rows]
+    assert all(not (lines[i] & lines[j]) for i in range(k) for j in range(i + 1, k))  # no line holds two rows
+    assert all(r.flags.c_contiguous for r in rows)  # each row a contiguous 1-d view: one kernel signature
+
+
 def test_ranges_per_thread_are_taken_longest_first(monkeypatch):
     """``per_thread`` ranges per thread cover the segments in order; ``map_threads`` starts them in
     decreasing cost and returns the results in item order."""

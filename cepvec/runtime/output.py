@@ -271,9 +271,9 @@ def _rank_positions(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | Non
     n, n_ranks = sum(lengths), len(rank_of_pid)
     k = max(1, min(threads.n_threads(), n // threads.MIN_EVENTS_PER_THREAD))
     ranges = _ranges_of_chunks(lengths, k)
-    counts = np.zeros((k, n_ranks), np.int64)
-    first = np.full((k, n_ranks), np.iinfo(np.int64).max)
-    last = np.full((k, n_ranks), np.iinfo(np.int64).min)
+    counts = threads.thread_rows(k, n_ranks)  # (each thread's on cache lines of its own)
+    first = threads.thread_rows(k, n_ranks, np.iinfo(np.int64).max)
+    last = threads.thread_rows(k, n_ranks, np.iinfo(np.int64).min)
 
     def histogram(j):
         oks = [rank_histogram(rank_of_pid, chunks[ci][0], chunks[ci][1], a, b, counts[j], first[j], last[j])
@@ -286,7 +286,8 @@ def _rank_positions(rank_of_pid: np.ndarray, chunks: list[tuple]) -> tuple | Non
         return None
     # range j's rows of rank r go after every row of a lower rank and after ranges < j of rank r
     flat = counts.T.reshape(-1)
-    pos = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(n_ranks, k).T)
+    pos = threads.thread_rows(k, n_ranks)
+    pos[:] = (np.cumsum(flat) - flat).reshape(n_ranks, k).T
     return ranges, pos, counts.sum(axis=0)
 
 

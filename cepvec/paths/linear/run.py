@@ -416,9 +416,9 @@ class LinearStream(Partitions):
         pos = seg_start.copy()
         if len(c["t"]):
             K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
-        starts = []
-        for cnt in counts:
-            starts.append(pos.copy())
+        starts = threads.thread_rows(len(counts), n_parts)  # (each half's on cache lines of its own)
+        for i, cnt in enumerate(counts):
+            starts[i] = pos
             pos += cnt
         map_threads(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
                                           times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],

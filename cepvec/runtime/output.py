@@ -116,7 +116,7 @@ def build_output_frame(q: Query, prep: Prepared, plan, runs, numeric: str, answe
     return assemble_output(q, prep, plan, numeric, group_cols, keyv, vals)
 
 
-def _rank_of_pid(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame | None]:
+def group_ranks(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame | None]:
     """Position of every partition id in the output order of its group values (nulls last), and
     ``gf`` in that order (without GROUP-BY: one partition, rank 0, and None)."""
     if not q.group_by:
@@ -196,17 +196,19 @@ def _cells_by_partition(q: Query, prep: Prepared, plan, numeric: str, cells: pl.
 
 
 def in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.DataFrame, pid: np.ndarray,
-                   key: np.ndarray, columns: dict, finished: dict | None = None) -> pl.DataFrame:
+                   key: np.ndarray, columns: dict, finished: dict | None = None, rank: tuple | None = None
+                   ) -> pl.DataFrame:
     """The result frame of cells (partition ``pid``, window ``key``, value ``columns``: NumPy arrays or
     Series) unique per (partition, key), every partition its own group. A counting sort by the rank of
     the group values orders them (a partition's keys arrive rising; checked, else a full sort); the
     value columns are gathered and the group columns repeated (each group's value as many times as
     it has rows) in threads. ``finished``: output columns (label -> Series of the cells, e.g. MIN /
-    MAX values a path decoded itself) put in order and used as they are."""
+    MAX values a path decoded itself) put in order and used as they are. ``rank``: ``group_ranks(q,
+    gf)`` when the caller has it (the queries of one group frame share it)."""
     finished = finished or {}
     if not len(pid):
         return assemble_output(q, prep, plan, numeric, {}, key, {}, minmax_ok=bool(finished))
-    rank_of_pid, ranked = _rank_of_pid(q, gf)
+    rank_of_pid, ranked = rank if rank is not None else group_ranks(q, gf)
     order, per_rank = _order_by_rank(rank_of_pid, pid, key)
 
     def take(x):
@@ -341,7 +343,7 @@ def chunks_in_rank_order(q: Query, prep: Prepared, plan, numeric: str, gf: pl.Da
     keys do not rise, or when the streams' cells are not of the same (partition, key)s."""
     if not sum(len(c[0]) for c in streams[0][0]):
         return None
-    rank_of_pid, ranked = _rank_of_pid(q, gf)
+    rank_of_pid, ranked = group_ranks(q, gf)
     vals: dict[str, pl.Series] = {}
     for i, (chunks, names_i, names_f) in enumerate(streams):
         done = _scatter_by_rank(rank_of_pid, chunks) if chunks else None  # (no chunk: not the first's cells)

@@ -36,7 +36,8 @@ from cepvec.paths.linear.plan import plan_components
 from cepvec.runtime.type_codes import TypeCodes
 from cepvec.plan.ir import Query
 from cepvec.runtime.order_keys import order_keys, orderable
-from cepvec.runtime.output import assemble_output, in_rank_order, overflow_error, select_weights, sums_overflow
+from cepvec.runtime.output import (assemble_output, group_ranks, in_rank_order, overflow_error, select_weights,
+                                   sums_overflow)
 from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.prepare import Prepared
@@ -494,11 +495,14 @@ class SharedRun:
         gf = self.parts.group_frame()
         by_q = base.partition_by("__q", as_dict=True, maintain_order=True)
         empty = base.clear()
-        frames = {}
+        frames, ranks = {}, {}  # the order of the group values: once per GROUP-BY, not once per query
         for qi, name in enumerate(self.names):
-            part = by_q.get((qi,), empty)
-            frames[name] = in_rank_order(self.queries[name], self.prep, self.plans[name], self.numeric, gf,
-                                         part["__pid"].to_numpy(), part["__key"].to_numpy(), self._values(name, part))
+            part, q = by_q.get((qi,), empty), self.queries[name]
+            if len(part) and tuple(q.group_by) not in ranks:
+                ranks[tuple(q.group_by)] = group_ranks(q, gf)
+            frames[name] = in_rank_order(q, self.prep, self.plans[name], self.numeric, gf, part["__pid"].to_numpy(),
+                                         part["__key"].to_numpy(), self._values(name, part),
+                                         rank=ranks.get(tuple(q.group_by)))
         return frames
 
 

@@ -61,22 +61,27 @@ def first_descent(vals):
 
 
 @jit_reading("vals")
-def dense_ids_direct(vals, vmin, direct, n_known, ids):
-    """Dense id per int64 key through a direct table (``direct[v - vmin]``, -1: new key),
-    written to ``ids``; new keys numbered from ``n_known`` in order of first appearance
-    (and entered in ``direct``). Returns the row of each new key's first appearance."""
+def new_keys_direct(vals, vmin, direct, n_known):
+    """The keys of ``vals`` new to the direct table ``direct`` (``direct[v - vmin]``, -1: new)
+    entered in it, numbered from ``n_known`` in order of first appearance; returns the row of each
+    one's first appearance. The ids themselves are read after (:func:`ids_direct`, or fused into
+    the type codes' pass: ``kernels/linear/encode.py::view_codes_count``)."""
     first = np.empty(min(vals.shape[0], direct.shape[0]), np.int64)  # no reassignment inside the loop
     n_new = 0
     for i in range(vals.shape[0]):
         j = vals[i] - vmin
-        p = direct[j]
-        if p < 0:
-            p = n_known + n_new
-            direct[j] = p
+        if direct[j] < 0:
+            direct[j] = n_known + n_new
             first[n_new] = i
             n_new += 1
-        ids[i] = p
     return first[:n_new].copy()
+
+
+@jit_reading("vals", "direct")
+def ids_direct(vals, vmin, direct, ids):
+    """``ids[i] = direct[vals[i] - vmin]``: the ids of keys a direct table holds (:func:`new_keys_direct`)."""
+    for i in range(vals.shape[0]):
+        ids[i] = direct[vals[i] - vmin]
 
 
 @jit_inline

@@ -221,18 +221,19 @@ def test_numbering_by_the_keys_for_the_rows(monkeypatch, keys, shares, how):
 @given(codes=st.lists(st.integers(-3, 8) | st.integers(-2**63, 2**63 - 1), max_size=80))
 def test_local_ids_in_two_halves_are_those_of_one_pass(codes):
     """Dense ids and first rows of int64 codes (direct table or hash table), in two halves on two
-    threads merged by the ids of their first rows: those of one pass."""
+    threads merged by the ids of their first rows: those of one pass, in order of first appearance."""
     codes = np.array(codes, np.int64)
     one = P._local_ids(codes)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
-        mp.setattr(P, "DIRECT_HALVES_FROM", 0)
+        mp.setattr(P, "ROWS_PER_KEY_FOR_HALVES", 0)
         mp.setattr(P, "HALVES_UP_TO_KEYS", np.inf)
         two = P._local_ids(codes)
-    assert one[0].tolist() == two[0].tolist()
-    assert one[1].tolist() == two[1].tolist()
-    assert sorted(set(codes.tolist())) == sorted(set(codes[one[1]].tolist()))
+    seen = {}
+    want = [seen.setdefault(v, len(seen)) for v in codes.tolist()]  # ids in order of first appearance
+    assert one[0].tolist() == two[0].tolist() == want
+    assert one[1].tolist() == two[1].tolist() == [want.index(k) for k in range(len(seen))]
 
 
 _K = np.arange(20_000, dtype=np.uint64)

@@ -67,7 +67,7 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
         one = _run(text, engine, df, 1, mp)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(_jit, "NUMPY_BELOW", 0)  # the kernels' output order (one thread: NumPy's)
-        mp.setattr(partitions, "DIRECT_HALVES_FROM", 0)  # integer keys numbered in two halves
+        mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)  # integer keys numbered in two halves
         mp.setattr(ScanRun, "CHUNK", 16)  # many pieces: each scans while the next is encoded
         mp.setattr(TrendStream, "CHUNK", 16)  # SLIDE: each piece runs while the next is encoded
         for cls in (ScanRun, TrendStream):  # pieces of at least one event per partition seen so far
@@ -79,19 +79,24 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
 @pytest.mark.parametrize("text", [t for engine, t in QUERIES if engine == "aseq"])
 @settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**31), n=st.integers(0, 300), n_ids=st.integers(1, 40),
-       categorical=st.booleans(), string_ids=st.sampled_from([None, "beside", "shares", "shares nulls"]),
+       categorical=st.booleans(),
+       keys=st.sampled_from([None, "string beside", "string shares", "string shares nulls", "sparse int", "float"]),
        data=st.data())
-def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, categorical, string_ids, data):
-    """The linear path on several threads (the partition ids beside the type codes of a String type
-    column, a Categorical's codes in halves; String ids too, beside the codes or alone in two shares
-    of the keys) with the input cut into batches anywhere (keys of an earlier batch keep their ids; a
-    batch's new ones come after): the rows of one thread, one batch."""
+def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, categorical, keys, data):
+    """The linear path on several threads (integer ids from a direct table read in the type codes'
+    pass, a Categorical's codes in halves; String ids beside the codes or alone in two shares of the
+    keys; sparse integer and float ids from hash tables) with the input cut into batches anywhere (keys of an
+    earlier batch keep their ids; a batch's new ones come after): the rows of one thread, one batch."""
     df = _events(seed, n, n_ids)
     if categorical:
         df = df.with_columns(pl.col("type").cast(pl.Categorical))
-    if string_ids:
+    if keys and keys.startswith("string"):
         key = pl.format("user-{}", "id")
-        df = df.with_columns((pl.when(pl.col("id") % 3 != 0).then(key) if "nulls" in string_ids else key).alias("id"))
+        df = df.with_columns((pl.when(pl.col("id") % 3 != 0).then(key) if "nulls" in keys else key).alias("id"))
+    elif keys == "sparse int":  # a key range too wide for a direct table: hashed
+        df = df.with_columns(pl.col("id") * 0x9E3779B97F4A7C1 + 12345)
+    elif keys == "float":
+        df = df.with_columns(pl.when(pl.col("id") != 3).then(pl.col("id") * 1.37 + 0.123).otherwise(float("nan")))
     q = cepvec.compile(text)
     cuts = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=3), label="cuts")))
     with pytest.MonkeyPatch.context() as mp:
@@ -101,7 +106,7 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(_jit, "NUMPY_BELOW", 0)
         mp.setattr(partitions, "CODED_IDS_FROM", 0)
-        mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if string_ids and "shares" in string_ids else np.inf)
+        mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if keys and "shares" in keys else np.inf)
         many = run_engine(q, prepare(q, df), "aseq", batches=cuts)
     assert one.equals(many)
 
@@ -173,31 +178,32 @@ def test_an_overflow_in_a_later_range_is_raised(monkeypatch):
 @given(vals=st.lists(st.integers(-5, 30), min_size=0, max_size=60),
        known=st.lists(st.integers(-5, 30), unique=True, max_size=10))
 def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
-    """Dense ids of an integer key column in two halves (cepvec.runtime.partitions._direct_ids):
-    the same ids and new keys, in order of first appearance, as one pass."""
-    from cepvec.kernels.keys import dense_ids_direct
-    from cepvec.runtime.partitions import _direct_ids
+    """The direct table of an integer key column filled (cepvec.runtime.partitions._new_keys_direct)
+    and read (read_direct) in one pass and in two halves on two threads: the ids and new keys, in
+    order of first appearance, that a plain loop gives."""
+    from cepvec.runtime.partitions import _new_keys_direct, read_direct
 
     vals = np.array(vals, np.int64)
     n0 = len(known)
-
-    def table():
+    seen, want_ids, want_new = {k: i for i, k in enumerate(known)}, [], []
+    for i, v in enumerate(vals.tolist()):
+        if v not in seen:
+            seen[v] = len(seen)
+            want_new.append(i)
+        want_ids.append(seen[v])
+    for two in (False, True):
         direct = np.full(36, -1, np.int64)
         direct[np.array(known, np.int64) + 5] = np.arange(n0)
-        return direct
-
-    one_direct, two_direct = table(), table()
-    one_ids, two_ids = np.empty(len(vals), np.int64), np.empty(len(vals), np.int64)
-    one_new = dense_ids_direct(vals, -5, one_direct, n0, one_ids)  # first rows of the new keys
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CEPVEC_NUM_THREADS", "2")
-        mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
-        mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
-        mp.setattr(partitions, "DIRECT_HALVES_FROM", 0)
-        two_new = _direct_ids(vals, -5, two_direct, n0, two_ids)
-    assert one_ids.tolist() == two_ids.tolist()
-    assert one_new.tolist() == two_new.tolist()
-    assert one_direct.tolist() == two_direct.tolist()
+        ids = np.empty(len(vals), np.int64)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("CEPVEC_NUM_THREADS", "2" if two else "1")
+            mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+            mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
+            new = _new_keys_direct(vals, -5, direct, n0)
+            read_direct(vals, -5, direct, ids)
+        assert ids.tolist() == want_ids, two
+        assert new.tolist() == want_new, two
+        assert all(direct[v + 5] == i for v, i in seen.items()), two
 
 
 @settings(max_examples=examples(200), deadline=None)

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 
 from cepvec.kernels import _jit
-from cepvec.kernels.keys import (_capacity, dense_ids, dense_ids_direct, float_codes, key_table, merge_shares,
-                                 min_max, renumber_new, scatter_ids, view_ids, view_share)
+from cepvec.kernels.keys import (_capacity, dense_ids, float_codes, ids_direct, key_table, merge_shares, min_max,
+                                 new_keys_direct, renumber_new, scatter_ids, view_ids, view_share)
 from cepvec.runtime import threads
 from cepvec.runtime.type_codes import string_view_array, view_words_of
 
@@ -20,11 +20,6 @@ CODED_IDS_FROM = 1 << 14
 #: its length or more: with more keys for the rows, the halves see the same keys and merging them
 #: costs as much as the second half (10^6 rows of 2·10^5 keys: 6.6 ms in halves, 3.0 ms in one pass).
 ROWS_PER_KEY_FOR_HALVES = 8
-#: ... and when the column has this many rows or more: the halves cost a renumbering pass and three
-#: hand-offs, and below it one pass is faster (100 keys: 10^6 rows 2.5 ms in one pass, 3.3 ms in
-#: halves; 4·10^6 rows 12.8 ms, 9.6 ms in halves). (The key range before it is taken in halves from
-#: :func:`threads.halves` on: no merge.)
-DIRECT_HALVES_FROM = 1 << 21
 
 
 class Partitions:
@@ -71,10 +66,14 @@ class Partitions:
                 self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
                 self._on_new_keys()
             return np.zeros(len(df), np.int64)
-        if self.int_key is not None and len(df):
-            col = df[self.int_key]
-            if col.null_count() == 0:
-                return self._int_ids(col)
+        key = self._int_key_range(df)
+        if key is not None:
+            vals, vmin, vmax = key
+            if not _direct_range(vmin, vmax, len(vals)):
+                return self._hashed_ids(vals)
+            ids = np.empty(len(vals), np.int64)
+            read_direct(vals, vmin, self._direct_table(vals, vmin, vmax), ids)
+            return ids
         if len(df) >= CODED_IDS_FROM:
             ids = self._coded_ids(df)
             if ids is not None:
@@ -153,54 +152,84 @@ class Partitions:
                 return None
         return _renumbered(local, self._distinct_ids(df[first]))
 
-    def _int_ids(self, col: pl.Series) -> np.ndarray:
-        c = self.int_key
+    def direct_keys(self, df: pl.DataFrame) -> tuple[np.ndarray, int, np.ndarray] | None:
+        """The partition ids of ``df`` as a direct table, for one null-free integer key column of a
+        small range: ``(vals, vmin, direct)``, the key of each row, their minimum and the table with
+        every key of ``df`` entered (new keys numbered in order of first appearance, the key frame
+        extended): row ``i``'s id is ``direct[vals[i] - vmin]``, for a pass that has other work on
+        the rows to read (``kernels/linear/encode.py::view_codes_count``). None for other keys and
+        ranges (then :meth:`ids`; an integer column's range is read again there)."""
+        key = self._int_key_range(df)
+        if key is None or not _direct_range(*key[1:], len(key[0])):
+            return None
+        vals, vmin, vmax = key
+        return vals, vmin, self._direct_table(vals, vmin, vmax)
+
+    def _int_key_range(self, df: pl.DataFrame) -> tuple[np.ndarray, int, int] | None:
+        """The values of the one null-free integer key column of ``df`` as int64, and their minimum and
+        maximum (None: no such column, or no rows)."""
+        if self.int_key is None or not len(df):
+            return None
+        col = df[self.int_key]
+        if col.null_count():
+            return None
         vals = col.cast(pl.Int64).to_numpy()
-        n0 = len(self.keys)
         if len(vals) < _jit.NUMPY_BELOW:
-            vmin, vmax = (int(vals.min()), int(vals.max())) if len(vals) else (0, -1)
-        else:  # the halves of a long column in two threads (a read of the column: at 10^6 rows, 1.0 -> 0.6 ms)
-            bounds = threads.map_threads(lambda r: min_max(vals[r[0]:r[1]]), threads.halves(len(vals)))
-            vmin, vmax = min(int(lo) for lo, _ in bounds), max(int(hi) for _, hi in bounds)
-        if vmax - vmin < min(1 << 20, 8 * len(vals) + 1024):
-            # small key range: a direct table (the hash table is rebuilt when next needed)
-            direct = np.full(vmax - vmin + 1, -1, np.int64)
-            kc = self.keys[c]
-            if kc.null_count():
-                known = self.keys.filter(pl.col(c).is_between(vmin, vmax))
-                direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
-            else:  # (a mask, not a filter: a query costs more than the keys of a batch)
-                kv = kc.cast(pl.Int64).to_numpy()
-                inside = (kv >= vmin) & (kv <= vmax)
-                direct[kv[inside] - vmin] = self.keys["__pid"].to_numpy()[inside]
-            ids = np.empty(len(vals), np.int64)
-            new_keys = vals[_direct_ids(vals, vmin, direct, n0, ids)]
-            self._tab_n = -1
-        else:
-            want = 0  # room for the keys of the batch (a guess; at least the known ones are held)
-            if len(vals) >= SIZED_TABLES_FROM:
-                want = _keys_in(_guess_keys(len(vals), lambda rows: len(sorted_unique(vals[rows]))), len(vals))
-            if self._tab_n != n0 or _capacity.py_func(len(self._table), 2) < want:
-                # rebuild the hash table from the keys (a join added some; or sized for the batch's)
-                known = self.keys.filter(pl.col(c).is_not_null())
-                kv = known[c].cast(pl.Int64).to_numpy()
-                _first, table = dense_ids(kv, key_table(max(n0 + 1, want)), 0, np.empty(len(kv), np.int64))
-                if len(kv):  # dense_ids numbered them 0..m-1 in order; set the real partition ids
-                    used = table[:, 1] >= 0
-                    table[used, 1] = known["__pid"].to_numpy()[table[used, 1]]
-                self._table = table
-            ids = np.empty(len(vals), np.int64)
-            first, self._table = dense_ids(vals, self._table, n0, ids)
-            new_keys = vals[first]
-            self._tab_n = n0
-        if len(new_keys):
-            new = pl.DataFrame({c: pl.Series(c, new_keys).cast(self.keys.schema[c]),
-                                "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
-            self.keys = pl.concat([self.keys, new], how="vertical")
-            self._on_new_keys()
-        if self._tab_n >= 0:
-            self._tab_n = len(self.keys)
+            return vals, int(vals.min()), int(vals.max())
+        # the halves of a long column in two threads (a read of the column: at 10^6 rows, 1.0 -> 0.6 ms)
+        bounds = threads.map_threads(lambda r: min_max(vals[r[0]:r[1]]), threads.halves(len(vals)))
+        return vals, min(int(lo) for lo, _ in bounds), max(int(hi) for _, hi in bounds)
+
+    def _direct_table(self, vals: np.ndarray, vmin: int, vmax: int) -> np.ndarray:
+        """A direct table of the keys ``vmin..vmax`` with the known ones and those of ``vals`` entered
+        (:meth:`direct_keys`); the hash table is rebuilt when next needed."""
+        c = self.int_key
+        n0 = len(self.keys)
+        direct = np.full(vmax - vmin + 1, -1, np.int64)
+        kc = self.keys[c]
+        if kc.null_count():
+            known = self.keys.filter(pl.col(c).is_between(vmin, vmax))
+            direct[known[c].cast(pl.Int64).to_numpy() - vmin] = known["__pid"].to_numpy()
+        else:  # (a mask, not a filter: a query costs more than the keys of a batch)
+            kv = kc.cast(pl.Int64).to_numpy()
+            inside = (kv >= vmin) & (kv <= vmax)
+            direct[kv[inside] - vmin] = self.keys["__pid"].to_numpy()[inside]
+        self._add_int_keys(vals[_new_keys_direct(vals, vmin, direct, n0)])
+        self._tab_n = -1
+        return direct
+
+    def _hashed_ids(self, vals: np.ndarray) -> np.ndarray:
+        """:meth:`ids` of the int64 values of one integer key column through the hash table kept
+        between calls (a key range too wide for a direct table)."""
+        c = self.int_key
+        n0 = len(self.keys)
+        want = 0  # room for the keys of the batch (a guess; at least the known ones are held)
+        if len(vals) >= SIZED_TABLES_FROM:
+            want = _keys_in(_guess_keys(len(vals), lambda rows: len(sorted_unique(vals[rows]))), len(vals))
+        if self._tab_n != n0 or _capacity.py_func(len(self._table), 2) < want:
+            # rebuild the hash table from the keys (a join added some; or sized for the batch's)
+            known = self.keys.filter(pl.col(c).is_not_null())
+            kv = known[c].cast(pl.Int64).to_numpy()
+            _first, table = dense_ids(kv, key_table(max(n0 + 1, want)), 0, np.empty(len(kv), np.int64))
+            if len(kv):  # dense_ids numbered them 0..m-1 in order; set the real partition ids
+                used = table[:, 1] >= 0
+                table[used, 1] = known["__pid"].to_numpy()[table[used, 1]]
+            self._table = table
+        ids = np.empty(len(vals), np.int64)
+        first, self._table = dense_ids(vals, self._table, n0, ids)
+        self._add_int_keys(vals[first])
+        self._tab_n = len(self.keys)
         return ids
+
+    def _add_int_keys(self, new_keys: np.ndarray) -> None:
+        """Append the keys ``new_keys`` of the integer key column, numbered from ``len(self.keys)``."""
+        if not len(new_keys):
+            return
+        c, n0 = self.int_key, len(self.keys)
+        new = pl.DataFrame({c: pl.Series(c, new_keys).cast(self.keys.schema[c]),
+                            "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
+        self.keys = pl.concat([self.keys, new], how="vertical")
+        self._on_new_keys()
 
     def group_frame(self) -> pl.DataFrame:
         """Partition id and the original GROUP-BY values (NaN restored)."""
@@ -249,8 +278,12 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
         return local, np.zeros(0, np.int64)
     if not hashed:
         vmin, vmax = (int(v) for v in min_max(codes))
-        if vmax - vmin < min(1 << 20, 8 * n + 1024):
-            return local, _direct_ids(codes, vmin, np.full(vmax - vmin + 1, -1, np.int64), 0, local)
+        if _direct_range(vmin, vmax, n):
+            direct = np.full(vmax - vmin + 1, -1, np.int64)
+            first = _new_keys_direct(codes, vmin, direct, 0)
+            read_direct(codes, vmin, direct, local)
+            return local, first
+
     return _ids_in_halves(n, local, lambda a, b, out, size: dense_ids(codes[a:b], key_table(size), 0, out),
                           lambda rows, table, first, out: dense_ids(codes[rows], table, len(first), out),
                           lambda rows: len(sorted_unique(codes[rows])))
@@ -467,35 +500,32 @@ def _row_codes(col: pl.Series) -> tuple[np.ndarray, bool] | None:
     return None
 
 
-def _direct_halves(n: int) -> list[tuple[int, int]]:
-    """:func:`threads.halves` of a column numbered through a direct table (one range below
-    :data:`DIRECT_HALVES_FROM` rows)."""
-    return threads.halves(n) if n >= DIRECT_HALVES_FROM else [(0, n)]
+def _direct_range(vmin: int, vmax: int, n: int) -> bool:
+    """Whether ``n`` integer keys from ``vmin`` to ``vmax`` take a direct table (else a hash table)."""
+    return vmax - vmin < min(1 << 20, 8 * n + 1024)
 
 
-def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray) -> np.ndarray:
-    """:func:`dense_ids_direct` into ``ids`` (returns the first rows of the new keys), the two halves
-    of a long column in two threads when the table is small beside it.
-
-    The second half numbers its new keys provisionally on a copy of the table; then the keys the
-    first half saw take the first half's ids, the others the next ids in order of appearance in
-    the second half (their order in the whole column), and the second half is renumbered.
-    """
-    parts = _direct_halves(len(vals))
+def _new_keys_direct(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int) -> np.ndarray:
+    """:func:`new_keys_direct`: the keys of ``vals`` new to ``direct`` entered, numbered from ``n0``
+    in order of first appearance; returns their first rows. The two halves of a long column run in
+    two threads when the table is small beside it: the second half enters its keys provisionally
+    in a copy of the table, then those the first half did not see take the next ids in its order."""
+    parts = threads.halves(len(vals))
     if len(parts) == 1 or ROWS_PER_KEY_FOR_HALVES * len(direct) > len(vals):
         # many keys for the rows: the halves would see the same keys and merge about as many
-        return dense_ids_direct(vals, vmin, direct, n0, ids)
+        return new_keys_direct(vals, vmin, direct, n0)
     m = parts[1][0]
     second = direct.copy()
-    first0, first1 = threads.map_threads(lambda a: dense_ids_direct(*a),
-                                         [(vals[:m], vmin, direct, n0, ids[:m]), (vals[m:], vmin, second, n0, ids[m:])])
+    first0, first1 = threads.map_threads(lambda a: new_keys_direct(*a),
+                                         [(vals[:m], vmin, direct, n0), (vals[m:], vmin, second, n0)])
     if not len(first1):
         return first0
-    new1 = vals[m + first1]
-    remap = direct[new1 - vmin]  # the first half's ids (-1: a key the first half did not see)
-    unseen = remap < 0
-    remap[unseen] = n0 + len(first0) + np.arange(int(unseen.sum()), dtype=np.int64)
-    direct[new1[unseen] - vmin] = remap[unseen]
-    rest = ids[m:]
-    threads.map_threads(lambda r: renumber_new(rest[r[0]:r[1]], n0, remap), threads.halves(len(rest)))
+    new1 = vals[m + first1] - vmin
+    unseen = direct[new1] < 0  # keys the first half did not see
+    direct[new1[unseen]] = n0 + len(first0) + np.arange(int(unseen.sum()), dtype=np.int64)
     return np.concatenate([first0, m + first1[unseen]])
+
+
+def read_direct(vals: np.ndarray, vmin: int, direct: np.ndarray, ids: np.ndarray) -> None:
+    """:func:`ids_direct` into ``ids``, the halves of a long column in two threads."""
+    threads.map_threads(lambda r: ids_direct(vals[r[0]:r[1]], vmin, direct, ids[r[0]:r[1]]), threads.halves(len(vals)))

@@ -28,7 +28,7 @@ from cepvec.kernels import _jit, linear as K
 from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
 from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
-from cepvec.runtime.partitions import Partitions
+from cepvec.runtime.partitions import Partitions, read_direct
 from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.type_codes import TypeCodes
 from cepvec.runtime import threads
@@ -44,6 +44,8 @@ _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
 
 #: int64 slots between the spare slots of two threads in fill_events (a cache line)
 _SPARE_STRIDE = 8
+#: no direct table of keys (:meth:`LinearStream._codes` reads the partition ids it is given)
+_NO_KEYS = np.zeros(0, np.int64)
 
 
 class LinearStream(Partitions):
@@ -377,7 +379,11 @@ class LinearStream(Partitions):
             self._n_batches += 1
             shared = self._lead_encoding(n_new)
             views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
-            if views is not None and len(halves) > 1 and not self.ids_in_threads(df):
+            direct = self.direct_keys(df) if shared is None else None
+            if direct is not None:  # the ids read in the type codes' pass (halves in threads)
+                pid = np.empty(n_new, np.int64)
+                cls, cls_prog, counts = self._codes(df, None, views, pid, halves, direct)
+            elif views is not None and len(halves) > 1 and not self.ids_in_threads(df):
                 # two threads (no shared encoding, no masks), the ids on one of them
                 pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, halves)
             else:
@@ -499,11 +505,15 @@ class LinearStream(Partitions):
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
 
     def _codes(self, df: pl.DataFrame, shared: tuple | None, views: np.ndarray | None, pid: np.ndarray,
-               halves: list) -> tuple:
+               halves: list, direct: tuple | None = None) -> tuple:
         """The type class of each event of ``df``, the programs of the classes, and the kept events per
         partition (None: not counted here): the lead stream's (``shared``), from the string ``views`` or a
-        Categorical's physical ids with the counts in the same pass (halves in threads), else by expressions."""
+        Categorical's physical ids with the counts in the same pass (halves in threads), else by expressions.
+        With ``direct`` (:meth:`Partitions.direct_keys`) the partition ids are written to ``pid`` too:
+        in that pass, else first."""
         n_new, n_parts, counts = len(df), max(len(self.keys), 1), None
+        keys, vmin, table = direct if direct is not None else (_NO_KEYS, 0, _NO_KEYS)
+        read, ids = (_NO_KEYS, pid) if direct is not None else (pid, _NO_KEYS)  # (the kernels' pid and ids)
         if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
             cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
         elif shared is not None:
@@ -511,17 +521,20 @@ class LinearStream(Partitions):
         elif views is not None:  # type codes and kept events per partition in one pass (halves in threads)
             cls = np.empty(n_new, np.int32)
             cls_prog = self._code_programs()
-            counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
-                                                              n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
-                                 halves)
+            counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash, n_parts,
+                                                              cls_prog, read[r[0]:r[1]], keys[r[0]:r[1]], vmin, table,
+                                                              ids[r[0]:r[1]], cls[r[0]:r[1]]), halves)
         elif not self.mask_exprs and self.type_codes.is_categorical(df):  # the same from physical ids
             phys, lut = self.type_codes.category_ids(df[self.type_codes.type_col])
             cls = np.empty(n_new, np.int32)
             cls_prog = self._code_programs()
-            counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog,
-                                                             pid[r[0]:r[1]], cls[r[0]:r[1]]), halves)
+            counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog, read[r[0]:r[1]],
+                                                             keys[r[0]:r[1]], vmin, table, ids[r[0]:r[1]],
+                                                             cls[r[0]:r[1]]), halves)
         else:
             cls, cls_prog = self._classes(df)
+            if direct is not None:
+                read_direct(keys, vmin, table, pid)
         return cls, cls_prog, counts
 
     def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, halves: list) -> tuple:

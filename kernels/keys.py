@@ -61,19 +61,25 @@ def first_descent(vals):
 
 
 @jit_reading("vals")
-def new_keys_direct(vals, vmin, direct, n_known):
+def new_keys_direct(vals, vmin, direct, n_known, ids):
     """The keys of ``vals`` new to the direct table ``direct`` (``direct[v - vmin]``, -1: new)
     entered in it, numbered from ``n_known`` in order of first appearance; returns the row of each
-    one's first appearance. The ids themselves are read after (:func:`ids_direct`, or fused into
-    the type codes' pass: ``kernels/linear/encode.py::view_codes_count``)."""
+    one's first appearance. ``ids`` empty: no row's id is written (they are read after, by
+    :func:`ids_direct` or in the type codes' pass: ``kernels/linear/encode.py::view_codes_count``);
+    else each row's id is written to it in the same pass."""
     first = np.empty(min(vals.shape[0], direct.shape[0]), np.int64)  # no reassignment inside the loop
+    write = ids.shape[0] > 0
     n_new = 0
     for i in range(vals.shape[0]):
         j = vals[i] - vmin
-        if direct[j] < 0:
-            direct[j] = n_known + n_new
+        p = direct[j]
+        if p < 0:
+            p = n_known + n_new
+            direct[j] = p
             first[n_new] = i
             n_new += 1
+        if write:
+            ids[i] = p
     return first[:n_new].copy()
 
 

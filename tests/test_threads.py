@@ -179,8 +179,8 @@ def test_an_overflow_in_a_later_range_is_raised(monkeypatch):
        known=st.lists(st.integers(-5, 30), unique=True, max_size=10))
 def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
     """The direct table of an integer key column filled (cepvec.runtime.partitions._new_keys_direct)
-    and read (read_direct) in one pass and in two halves on two threads: the ids and new keys, in
-    order of first appearance, that a plain loop gives."""
+    with the ids written in the same pass, or filled in one pass or two halves on two threads and then
+    read (read_direct): the ids and new keys, in order of first appearance, that a plain loop gives."""
     from cepvec.runtime.partitions import _new_keys_direct, read_direct
 
     vals = np.array(vals, np.int64)
@@ -191,19 +191,22 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
             seen[v] = len(seen)
             want_new.append(i)
         want_ids.append(seen[v])
-    for two in (False, True):
+    for how in ("one pass", "one pass, then read", "halves, then read"):
         direct = np.full(36, -1, np.int64)
         direct[np.array(known, np.int64) + 5] = np.arange(n0)
         ids = np.empty(len(vals), np.int64)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("CEPVEC_NUM_THREADS", "2" if two else "1")
+            mp.setenv("CEPVEC_NUM_THREADS", "2" if how.startswith("halves") else "1")
             mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
             mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
-            new = _new_keys_direct(vals, -5, direct, n0)
-            read_direct(vals, -5, direct, ids)
-        assert ids.tolist() == want_ids, two
-        assert new.tolist() == want_new, two
-        assert all(direct[v + 5] == i for v, i in seen.items()), two
+            if how == "one pass":  # the ids written as the keys are entered
+                new = _new_keys_direct(vals, -5, direct, n0, ids)
+            else:
+                new = _new_keys_direct(vals, -5, direct, n0)
+                read_direct(vals, -5, direct, ids)
+        assert ids.tolist() == want_ids, how
+        assert new.tolist() == want_new, how
+        assert all(direct[v + 5] == i for v, i in seen.items()), how
 
 
 @settings(max_examples=examples(200), deadline=None)

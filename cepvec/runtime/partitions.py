@@ -20,6 +20,8 @@ CODED_IDS_FROM = 1 << 14
 #: its length or more: with more keys for the rows, the halves see the same keys and merging them
 #: costs as much as the second half (10^6 rows of 2·10^5 keys: 6.6 ms in halves, 3.0 ms in one pass).
 ROWS_PER_KEY_FOR_HALVES = 8
+#: no ids to write (:func:`_new_keys_direct`)
+_NO_IDS = np.zeros(0, np.int64)
 
 
 class Partitions:
@@ -72,7 +74,10 @@ class Partitions:
             if not _direct_range(vmin, vmax, len(vals)):
                 return self._hashed_ids(vals)
             ids = np.empty(len(vals), np.int64)
-            read_direct(vals, vmin, self._direct_table(vals, vmin, vmax), ids)
+            if not _direct_in_halves(len(vals), vmax - vmin + 1):  # the ids written as the keys are entered
+                self._direct_table(vals, vmin, vmax, ids)
+            else:
+                read_direct(vals, vmin, self._direct_table(vals, vmin, vmax), ids)
             return ids
         if len(df) >= CODED_IDS_FROM:
             ids = self._coded_ids(df)
@@ -158,11 +163,16 @@ class Partitions:
         every key of ``df`` entered (new keys numbered in order of first appearance, the key frame
         extended): row ``i``'s id is ``direct[vals[i] - vmin]``, for a pass that has other work on
         the rows to read (``kernels/linear/encode.py::view_codes_count``). None for other keys and
-        ranges (then :meth:`ids`; an integer column's range is read again there)."""
+        ranges (then :meth:`ids`; an integer column's range is read again there), and for a table
+        not filled in halves (:func:`_direct_in_halves`: one thread, or many keys for the rows):
+        :meth:`ids` writes the ids as it enters the keys, where a second read of a table past the
+        caches costs about what the first did (10^6 distinct keys in random order: 7-10 ms a read)."""
         key = self._int_key_range(df)
-        if key is None or not _direct_range(*key[1:], len(key[0])):
+        if key is None:
             return None
         vals, vmin, vmax = key
+        if not _direct_range(vmin, vmax, len(vals)) or not _direct_in_halves(len(vals), vmax - vmin + 1):
+            return None
         return vals, vmin, self._direct_table(vals, vmin, vmax)
 
     def _int_key_range(self, df: pl.DataFrame) -> tuple[np.ndarray, int, int] | None:
@@ -180,9 +190,10 @@ class Partitions:
         bounds = threads.map_threads(lambda r: min_max(vals[r[0]:r[1]]), threads.halves(len(vals)))
         return vals, min(int(lo) for lo, _ in bounds), max(int(hi) for _, hi in bounds)
 
-    def _direct_table(self, vals: np.ndarray, vmin: int, vmax: int) -> np.ndarray:
+    def _direct_table(self, vals: np.ndarray, vmin: int, vmax: int, ids: np.ndarray = _NO_IDS) -> np.ndarray:
         """A direct table of the keys ``vmin..vmax`` with the known ones and those of ``vals`` entered
-        (:meth:`direct_keys`); the hash table is rebuilt when next needed."""
+        (:meth:`direct_keys`; ``ids`` not empty: each row's id written to it as they are); the hash
+        table is rebuilt when next needed."""
         c = self.int_key
         n0 = len(self.keys)
         direct = np.full(vmax - vmin + 1, -1, np.int64)
@@ -194,7 +205,7 @@ class Partitions:
             kv = kc.cast(pl.Int64).to_numpy()
             inside = (kv >= vmin) & (kv <= vmax)
             direct[kv[inside] - vmin] = self.keys["__pid"].to_numpy()[inside]
-        self._add_int_keys(vals[_new_keys_direct(vals, vmin, direct, n0)])
+        self._add_int_keys(vals[_new_keys_direct(vals, vmin, direct, n0, ids)])
         self._tab_n = -1
         return direct
 
@@ -280,6 +291,8 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
         vmin, vmax = (int(v) for v in min_max(codes))
         if _direct_range(vmin, vmax, n):
             direct = np.full(vmax - vmin + 1, -1, np.int64)
+            if not _direct_in_halves(n, len(direct)):
+                return local, _new_keys_direct(codes, vmin, direct, 0, local)
             first = _new_keys_direct(codes, vmin, direct, 0)
             read_direct(codes, vmin, direct, local)
             return local, first
@@ -505,18 +518,25 @@ def _direct_range(vmin: int, vmax: int, n: int) -> bool:
     return vmax - vmin < min(1 << 20, 8 * n + 1024)
 
 
-def _new_keys_direct(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int) -> np.ndarray:
+def _direct_in_halves(n: int, size: int) -> bool:
+    """Whether a direct table of ``size`` keys is filled for ``n`` rows in two halves on two threads
+    (:func:`_new_keys_direct`): with few keys for the rows (at most one per
+    :data:`ROWS_PER_KEY_FOR_HALVES`) and two threads."""
+    return ROWS_PER_KEY_FOR_HALVES * size <= n and len(threads.halves(n)) > 1
+
+
+def _new_keys_direct(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray = _NO_IDS) -> np.ndarray:
     """:func:`new_keys_direct`: the keys of ``vals`` new to ``direct`` entered, numbered from ``n0``
-    in order of first appearance; returns their first rows. The two halves of a long column run in
-    two threads when the table is small beside it: the second half enters its keys provisionally
-    in a copy of the table, then those the first half did not see take the next ids in its order."""
-    parts = threads.halves(len(vals))
-    if len(parts) == 1 or ROWS_PER_KEY_FOR_HALVES * len(direct) > len(vals):
-        # many keys for the rows: the halves would see the same keys and merge about as many
-        return new_keys_direct(vals, vmin, direct, n0)
-    m = parts[1][0]
+    in order of first appearance; returns their first rows. Where :func:`_direct_in_halves`, the
+    two halves of the column run in two threads, and ``ids`` must be empty: the second half enters
+    its keys provisionally in a copy of the table, then those the first half did not see take the
+    next ids in its order. Else one pass, which writes each row's id to ``ids`` (not empty) too."""
+    if not _direct_in_halves(len(vals), len(direct)):
+        return new_keys_direct(vals, vmin, direct, n0, ids)
+    assert not len(ids), "a table filled in halves is read after"
+    m = threads.halves(len(vals))[1][0]
     second = direct.copy()
-    first0, first1 = threads.map_threads(lambda a: new_keys_direct(*a),
+    first0, first1 = threads.map_threads(lambda a: new_keys_direct(*a, _NO_IDS),
                                          [(vals[:m], vmin, direct, n0), (vals[m:], vmin, second, n0)])
     if not len(first1):
         return first0

@@ -186,7 +186,7 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
     df = to_polars(sample)
     many = isinstance(query, (Workload, dict, list, tuple))
     saved = (_jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS,
-             threads.MIN_EVENTS_PER_THREAD, partitions.ROWS_PER_KEY_FOR_HALVES)
+             threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES)
     _jit.NUMPY_BELOW = partitions.CODED_IDS_FROM = 0
     linear_run.SKIP_SHORT_SEGMENTS = False
     try:
@@ -194,7 +194,8 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
             warnings.simplefilter("ignore")
             for split in (False, True) if threads.n_threads() > 1 else (False,):
                 if split:  # what only a run in threads calls (a long column's halves, the ids beside the codes)
-                    threads.MIN_EVENTS_PER_THREAD = partitions.ROWS_PER_KEY_FOR_HALVES = 0
+                    threads.MIN_EVENTS_PER_THREAD = partitions.DIRECT_HALVES_FROM = 0
+                    partitions.ROWS_PER_KEY_FOR_HALVES = 0
                 for events, drop_window in ((df, True), (df.reverse(), False)):
                     api.DROP_COVERING_WINDOW = drop_window
                     if many:
@@ -204,4 +205,4 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
                         api.run(query, events, engine=engine, numeric=numeric)
     finally:
         (_jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS,
-         threads.MIN_EVENTS_PER_THREAD, partitions.ROWS_PER_KEY_FOR_HALVES) = saved
+         threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES) = saved

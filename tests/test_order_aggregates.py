@@ -210,15 +210,8 @@ def test_the_streams_of_a_query_number_partitions_once(monkeypatch, types):
     from cepvec.runtime.partitions import Partitions
 
     numbered, typed = [], []
-    ids, direct, view_codes, lut_codes = Partitions.ids, Partitions.direct_keys, K.view_codes_count, K.lut_codes_count
+    ids, view_codes, lut_codes = Partitions.ids, K.view_codes_count, K.lut_codes_count
     monkeypatch.setattr(Partitions, "ids", lambda self, df: numbered.append(len(df)) or ids(self, df))
-
-    def direct_keys(self, df):  # (an integer key's ids read in the type codes' pass)
-        out = direct(self, df)
-        numbered.append(len(df) if out is not None else 0)
-        return out
-
-    monkeypatch.setattr(Partitions, "direct_keys", direct_keys)
     monkeypatch.setattr(K, "view_codes_count", lambda *a: typed.append(len(a[0])) or view_codes(*a))
     monkeypatch.setattr(K, "lut_codes_count", lambda *a: typed.append(len(a[0])) or lut_codes(*a))
     df = _frame(3)

@@ -227,6 +227,7 @@ def test_local_ids_in_two_halves_are_those_of_one_pass(codes):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CEPVEC_NUM_THREADS", "2")
         mp.setattr(P.threads, "MIN_EVENTS_PER_THREAD", 1)
+        mp.setattr(P, "DIRECT_HALVES_FROM", 0)
         mp.setattr(P, "ROWS_PER_KEY_FOR_HALVES", 0)
         mp.setattr(P, "HALVES_UP_TO_KEYS", np.inf)
         two = P._local_ids(codes)

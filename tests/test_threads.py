@@ -67,7 +67,8 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
         one = _run(text, engine, df, 1, mp)
         mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
         mp.setattr(_jit, "NUMPY_BELOW", 0)  # the kernels' output order (one thread: NumPy's)
-        mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)  # integer keys numbered in two halves
+        mp.setattr(partitions, "DIRECT_HALVES_FROM", 0)  # integer keys numbered in two halves
+        mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
         mp.setattr(ScanRun, "CHUNK", 16)  # many pieces: each scans while the next is encoded
         mp.setattr(TrendStream, "CHUNK", 16)  # SLIDE: each piece runs while the next is encoded
         for cls in (ScanRun, TrendStream):  # pieces of at least one event per partition seen so far
@@ -83,10 +84,11 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
        keys=st.sampled_from([None, "string beside", "string shares", "string shares nulls", "sparse int", "float"]),
        data=st.data())
 def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, categorical, keys, data):
-    """The linear path on several threads (integer ids from a direct table read in the type codes'
-    pass, a Categorical's codes in halves; String ids beside the codes or alone in two shares of the
-    keys; sparse integer and float ids from hash tables) with the input cut into batches anywhere (keys of an
-    earlier batch keep their ids; a batch's new ones come after): the rows of one thread, one batch."""
+    """The linear path on several threads (the partition ids beside the type codes of a String type
+    column, a Categorical's codes in halves; String ids too, beside the codes or alone in two shares
+    of the keys; sparse integer and float ids from hash tables) with the input cut into batches
+    anywhere (keys of an earlier batch keep their ids; a batch's new ones come after): the rows of
+    one thread, one batch."""
     df = _events(seed, n, n_ids)
     if categorical:
         df = df.with_columns(pl.col("type").cast(pl.Categorical))
@@ -199,6 +201,7 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
             mp.setenv("CEPVEC_NUM_THREADS", "2" if how.startswith("halves") else "1")
             mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
             mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
+            mp.setattr(partitions, "DIRECT_HALVES_FROM", 0)
             if how == "one pass":  # the ids written as the keys are entered
                 new = _new_keys_direct(vals, -5, direct, n0, ids)
             else:

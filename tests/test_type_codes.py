@@ -42,7 +42,6 @@ def test_view_codes_give_each_row_its_type(names, others, picks):
     pid = np.arange(len(values), dtype=np.int64) % n_parts
     cls_prog = np.arange(-1, len(names), dtype=np.int64)  # code 0 (no type) dropped
     codes = np.empty(len(values), np.int32)
-    none = np.zeros(0, np.int64)  # (no direct table of keys: the ids are read from pid)
-    count = encode.view_codes_count(string_views(df["type"]), *tc.view_hash, n_parts, cls_prog, pid, none, 0, none, none, codes)
+    count = encode.view_codes_count(string_views(df["type"]), *tc.view_hash, n_parts, cls_prog, pid, codes)
     assert codes.tolist() == want
     assert count.tolist() == np.bincount(pid[np.array(want) > 0], minlength=n_parts).tolist()

@@ -139,6 +139,79 @@ def order_long_ties(seg_lo, seg_hi, ev_time, ev_prog, ev_w, PT):
                     ev_w[a + i, c] = w[i, c]
 
 
+@jit_reading("n_carry", "first", "second")
+def event_layout(n_carry, first, second, starts):
+    """Where the events go: each partition's segment in partition order, its carried events first
+    (``n_carry``, per partition; empty: none), then its kept new events of the first range of the
+    rows (``first``, per partition) and of the second (``second``; empty: one range). Writes to
+    ``starts[r, p]`` the slot where range ``r``'s events of partition ``p`` begin (:func:`fill_events`);
+    returns the events of each partition and the first slot of its segment. (In NumPy this was a
+    dozen passes over the partitions: 10^6 of them took some 20 ms.)"""
+    n = first.shape[0]
+    count = np.empty(n, np.int64)
+    seg_start = np.empty(n, np.int64)
+    carried = n_carry.shape[0] > 0
+    two = second.shape[0] > 0
+    at = 0
+    for p in range(n):
+        seg_start[p] = at
+        pos = at + n_carry[p] if carried else at
+        starts[0, p] = pos
+        pos += first[p]
+        if two:
+            starts[1, p] = pos
+            pos += second[p]
+        count[p] = pos - at
+        at = pos
+    return count, seg_start
+
+
+@jit_reading("count", "seg_start", "n_carry", "active")
+def segments(count, seg_start, n_carry, active, min_events):
+    """The segments the kernels visit, of the partitions that are ``active`` (empty: those with
+    events; :func:`event_layout`'s ``count`` and ``seg_start``): ``(pid, lo, hi, replay)``, each
+    one's partition, first and end slot and carried events (``n_carry`` empty: none); then the
+    same of those with ``min_events`` events or more, which the kernel runs (``min_events`` at
+    0: the same arrays)."""
+    n = count.shape[0]
+    given = active.shape[0] > 0
+    carried = n_carry.shape[0] > 0
+    m = 0
+    r = 0
+    for p in range(n):
+        if active[p] if given else count[p] > 0:
+            m += 1
+            r += count[p] >= min_events
+    pid = np.empty(m, np.int64)
+    lo = np.empty(m, np.int64)
+    hi = np.empty(m, np.int64)
+    replay = np.empty(m, np.int64)
+    every = r == m
+    r_pid = pid if every else np.empty(r, np.int64)
+    r_lo = lo if every else np.empty(r, np.int64)
+    r_hi = hi if every else np.empty(r, np.int64)
+    r_replay = replay if every else np.empty(r, np.int64)
+    j = 0
+    k = 0
+    for p in range(n):
+        if not (active[p] if given else count[p] > 0):
+            continue
+        a = seg_start[p]
+        c = n_carry[p] if carried else 0
+        pid[j] = p
+        lo[j] = a
+        hi[j] = a + count[p]
+        replay[j] = c
+        j += 1
+        if not every and count[p] >= min_events:
+            r_pid[k] = p
+            r_lo[k] = a
+            r_hi[k] = a + count[p]
+            r_replay[k] = c
+            k += 1
+    return pid, lo, hi, replay, r_pid, r_lo, r_hi, r_replay
+
+
 @jit
 def fill_carry(c_t, c_prog, c_w, c_pid, pos, out_t, out_prog, out_w):
     """Scatter the carried events to ``pos[partition]`` (advanced in place)."""
@@ -393,53 +466,38 @@ def view_codes(views, m1, m2, shift, tab, cand_lo, cand_hi, codes):
             codes[i] = _view_code(views, i, lo_mask, hi_mask, m1, m2, shift, tab, cand_lo, cand_hi)
 
 
-@jit_reading("views", "cls_prog", "pid", "keys", "direct")
-def view_codes_count(views, m1, m2, shift, tab, cand_lo, cand_hi, n_parts, cls_prog, pid, keys, vmin, direct, ids,
-                     codes):
+@jit
+def view_codes_count(views, m1, m2, shift, tab, cand_lo, cand_hi, n_parts, cls_prog, pid, codes):
     """:func:`view_codes` and :func:`count_events` in one pass: the codes into ``codes``, and per
-    partition the events that are kept (``cls_prog[code] >= 0``). The partition ids are read from
-    ``pid``, or with a ``direct`` table of the integer ``keys`` (``kernels/keys.py::new_keys_direct``;
-    empty: none, and ``pid`` is not read) looked up in the same pass and written to ``ids``: the
-    ids, the codes and the counts in one read of the rows. (The loop calls no helper with an
-    array: each such call counted references, 60-90 ns a row.)"""
+    partition the events that are kept (``cls_prog[code] >= 0``)."""
     lo_mask = VIEW_LO_MASK
     hi_mask = VIEW_HI_MASK
     count = np.zeros(n_parts, np.int64)
-    fused = direct.shape[0] > 0
-    compared = cand_lo.shape[0] <= _COMPARE_UP_TO + 1
-    for i in range(codes.shape[0]):
-        if compared:
+    if cand_lo.shape[0] <= _COMPARE_UP_TO + 1:
+        for i in range(codes.shape[0]):
             c = _view_code_compared(views, i, lo_mask, hi_mask, cand_lo, cand_hi)
-        else:
+            codes[i] = c
+            count[pid[i]] += cls_prog[c] >= 0
+    else:
+        for i in range(codes.shape[0]):
             c = _view_code(views, i, lo_mask, hi_mask, m1, m2, shift, tab, cand_lo, cand_hi)
-        codes[i] = c
-        if fused:
-            p = direct[keys[i] - vmin]
-            ids[i] = p
-        else:
-            p = pid[i]
-        count[p] += cls_prog[c] >= 0
+            codes[i] = c
+            count[pid[i]] += cls_prog[c] >= 0
     return count
 
 
-@jit_reading("phys", "lut", "cls_prog", "pid", "keys", "direct")
-def lut_codes_count(phys, lut, n_parts, cls_prog, pid, keys, vmin, direct, ids, codes):
+@jit_reading("phys", "lut", "cls_prog", "pid")
+def lut_codes_count(phys, lut, n_parts, cls_prog, pid, codes):
     """:func:`view_codes_count` for a Categorical / Enum type column: the code of each physical id
     through ``lut`` (ids past its end: ``lut[-1]``, 0) into ``codes``, and per partition the events
-    that are kept (``cls_prog[code] >= 0``); the partition ids as there."""
+    that are kept (``cls_prog[code] >= 0``)."""
     last = lut.shape[0] - 1
     count = np.zeros(n_parts, np.int64)
-    fused = direct.shape[0] > 0
     for i in range(codes.shape[0]):
         x = np.int64(phys[i])
         c = lut[x if x < last else last]
         codes[i] = c
-        if fused:
-            p = direct[keys[i] - vmin]
-            ids[i] = p
-        else:
-            p = pid[i]
-        count[p] += cls_prog[c] >= 0
+        count[pid[i]] += cls_prog[c] >= 0
     return count
 
 

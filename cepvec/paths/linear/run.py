@@ -28,7 +28,7 @@ from cepvec.kernels import _jit, linear as K
 from cepvec.runtime.output import build_output_frame, overflow_error, select_weights
 from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
-from cepvec.runtime.partitions import Partitions, read_direct
+from cepvec.runtime.partitions import Partitions
 from cepvec.runtime.polars_expr import component_weight, predicate_mask
 from cepvec.runtime.type_codes import TypeCodes
 from cepvec.runtime import threads
@@ -44,8 +44,10 @@ _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
 
 #: int64 slots between the spare slots of two threads in fill_events (a cache line)
 _SPARE_STRIDE = 8
-#: no direct table of keys (:meth:`LinearStream._codes` reads the partition ids it is given)
-_NO_KEYS = np.zeros(0, np.int64)
+#: no counts (:func:`kernels.linear.event_layout`: no carried events, one range of rows)
+_NO_COUNTS = np.zeros(0, np.int64)
+#: no flags: :func:`kernels.linear.segments` takes the partitions with events
+_NO_FLAGS = np.zeros(0, np.bool_)
 
 
 class LinearStream(Partitions):
@@ -379,11 +381,7 @@ class LinearStream(Partitions):
             self._n_batches += 1
             shared = self._lead_encoding(n_new)
             views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
-            direct = self.direct_keys(df) if shared is None else None
-            if direct is not None:  # the ids read in the type codes' pass (halves in threads)
-                pid = np.empty(n_new, np.int64)
-                cls, cls_prog, counts = self._codes(df, None, views, pid, halves, direct)
-            elif views is not None and len(halves) > 1 and not self.ids_in_threads(df):
+            if views is not None and len(halves) > 1 and not self.ids_in_threads(df):
                 # two threads (no shared encoding, no masks), the ids on one of them
                 pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, halves)
             else:
@@ -409,28 +407,22 @@ class LinearStream(Partitions):
         if counts is None:
             counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
                                halves)
-        n_carry = np.bincount(c["pid"], minlength=n_parts).astype(np.int64)
-        count = n_carry + sum(counts)
-        seg_start = np.zeros(n_parts, np.int64)
-        np.cumsum(count[:-1], out=seg_start[1:])
-        total = int(count.sum())
+        n_carry = np.bincount(c["pid"], minlength=n_parts) if len(c["pid"]) else _NO_COUNTS
+        starts = threads.thread_rows(len(counts), n_parts, fill=None)  # (each half's on cache lines of its own)
+        count, seg_start = K.event_layout(n_carry, counts[0], counts[1] if len(counts) > 1 else _NO_COUNTS, starts)
+        total = int(seg_start[-1] + count[-1])
         # spare slots at the end, a cache line apart: fill_events writes dropped events there
         spare = total + _SPARE_STRIDE * np.arange(len(halves), dtype=np.int64)
         ev_t = np.empty(total + _SPARE_STRIDE * len(halves), np.int64)
         ev_prog = np.empty(len(ev_t), np.int64)
         ev_w = np.empty((len(ev_t), nw), self.dtype)
-        pos = seg_start.copy()
         if len(c["t"]):
-            K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], pos, ev_t, ev_prog, ev_w)
-        starts = threads.thread_rows(len(counts), n_parts)  # (each half's on cache lines of its own)
-        for i, cnt in enumerate(counts):
-            starts[i] = pos
-            pos += cnt
+            K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], seg_start.copy(), ev_t, ev_prog, ev_w)
         map_threads(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
                                           times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],
                                           starts[i], ev_t, ev_prog, ev_w, spare[i]), range(len(halves)))
         ev_t, ev_prog, ev_w = ev_t[:total], ev_prog[:total], ev_w[:total]
-        active = count > 0
+        active = _NO_FLAGS  # the partitions with events
         if emit and not self.groups_are_partitions:
             gop, n_groups = self._group_ids(n_parts)
             ptr, emit_times = K.emit_schedule(n_groups, gop, times, cls, cls_prog, self.prog_flags, pid)
@@ -438,11 +430,14 @@ class LinearStream(Partitions):
             if self._changes():  # the group of each emit time, by a partition of it (ids stay; groups may not)
                 rep = _first_partitions(gop, n_groups)
                 self.emit_log.append((rep[np.repeat(np.arange(n_groups), g_emit)], emit_times))
-            active |= g_emit[gop] > 0  # partitions of a group with output times still hold a window
-        seg_pid = np.nonzero(active)[0].astype(np.int64)
-        seg_lo = seg_start[seg_pid]
-        seg_hi = seg_lo + count[seg_pid]
-        replay = n_carry[seg_pid]
+            active = (count > 0) | (g_emit[gop] > 0)  # partitions of a group with output times still hold a window
+        # the segments (and of them, those the kernel runs: under WITHIN (SLIDE), not those with fewer
+        # events than a match takes; no match ends in them, no window of theirs has one; their events
+        # still carry over below, and a window closed again later holds no match either: a million
+        # keys of an event each)
+        skip = SKIP_SHORT_SEGMENTS and self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1
+        seg_pid, seg_lo, seg_hi, replay, run_pid, run_lo, run_hi, run_replay = K.segments(
+            count, seg_start, n_carry, active, self.min_events if skip else 0)
         if emit and self.groups_are_partitions:
             emit_lo, emit_hi, emit_times = K.segment_emit_schedule(seg_lo, seg_hi, replay, ev_t, ev_prog,
                                                                    self.prog_flags)
@@ -474,15 +469,8 @@ class LinearStream(Partitions):
         # a plain sequence's WITHIN count takes the chain loop, which runs ties in any order
         order_ties = self.order_ties and K.chain_within(args[0], self.PT, v0) is None
 
-        # the segments the kernel runs: under WITHIN (SLIDE), not those with fewer events than a match takes
-        # (no match ends in them, no window of theirs has one; their events still carry over below, and a
-        # window closed again later holds no match either): a million keys of an event each
-        run_lo, run_hi, run_pid, run_replay = seg_lo, seg_hi, seg_pid, replay
-        if SKIP_SHORT_SEGMENTS and self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1:
-            keep = np.flatnonzero(seg_hi - seg_lo >= self.min_events)
-            if len(keep) < len(seg_pid):
-                run_lo, run_hi, run_pid, run_replay = seg_lo[keep], seg_hi[keep], seg_pid[keep], replay[keep]
-                emit_lo = emit_hi = np.zeros(len(keep), np.int64)
+        if len(run_pid) < len(seg_pid):  # (short segments skipped: under WITHIN (SLIDE), no emit times)
+            emit_lo = emit_hi = np.zeros(len(run_pid), np.int64)
 
         def run(r):
             a, b = r
@@ -505,15 +493,11 @@ class LinearStream(Partitions):
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
 
     def _codes(self, df: pl.DataFrame, shared: tuple | None, views: np.ndarray | None, pid: np.ndarray,
-               halves: list, direct: tuple | None = None) -> tuple:
+               halves: list) -> tuple:
         """The type class of each event of ``df``, the programs of the classes, and the kept events per
         partition (None: not counted here): the lead stream's (``shared``), from the string ``views`` or a
-        Categorical's physical ids with the counts in the same pass (halves in threads), else by expressions.
-        With ``direct`` (:meth:`Partitions.direct_keys`) the partition ids are written to ``pid`` too:
-        in that pass, else first."""
+        Categorical's physical ids with the counts in the same pass (halves in threads), else by expressions."""
         n_new, n_parts, counts = len(df), max(len(self.keys), 1), None
-        keys, vmin, table = direct if direct is not None else (_NO_KEYS, 0, _NO_KEYS)
-        read, ids = (_NO_KEYS, pid) if direct is not None else (pid, _NO_KEYS)  # (the kernels' pid and ids)
         if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
             cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
         elif shared is not None:
@@ -521,20 +505,17 @@ class LinearStream(Partitions):
         elif views is not None:  # type codes and kept events per partition in one pass (halves in threads)
             cls = np.empty(n_new, np.int32)
             cls_prog = self._code_programs()
-            counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash, n_parts,
-                                                              cls_prog, read[r[0]:r[1]], keys[r[0]:r[1]], vmin, table,
-                                                              ids[r[0]:r[1]], cls[r[0]:r[1]]), halves)
+            counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
+                                                              n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
+                                 halves)
         elif not self.mask_exprs and self.type_codes.is_categorical(df):  # the same from physical ids
             phys, lut = self.type_codes.category_ids(df[self.type_codes.type_col])
             cls = np.empty(n_new, np.int32)
             cls_prog = self._code_programs()
-            counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog, read[r[0]:r[1]],
-                                                             keys[r[0]:r[1]], vmin, table, ids[r[0]:r[1]],
-                                                             cls[r[0]:r[1]]), halves)
+            counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog,
+                                                             pid[r[0]:r[1]], cls[r[0]:r[1]]), halves)
         else:
             cls, cls_prog = self._classes(df)
-            if direct is not None:
-                read_direct(keys, vmin, table, pid)
         return cls, cls_prog, counts
 
     def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, halves: list) -> tuple:

@@ -385,3 +385,23 @@ def test_the_segment_layout_is_that_of_its_numpy_steps(data, n, two, carried, gi
     seg = [on, want_start[on], want_start[on] + want_count[on], carry[on]]
     run = [a[want_count[on] >= min_events] for a in seg]
     assert [a.tolist() for a in got] == [a.tolist() for a in seg + run]
+
+
+def test_thread_count_follows_the_environment(monkeypatch):
+    """``CEPVEC_NUM_THREADS`` sets the threads; unset, the usable cores (at most 8), capped by
+    ``NUMBA_NUM_THREADS`` when that is set; a value that is no positive integer is an error that
+    names the variable."""
+    import os
+
+    cores = min(len(os.sched_getaffinity(0)), 8)
+    monkeypatch.delenv("CEPVEC_NUM_THREADS", raising=False)
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    assert threads.n_threads() == cores
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert threads.n_threads() == 1
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "3")
+    assert threads.n_threads() == 3  # cepvec's own setting wins
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("CEPVEC_NUM_THREADS", bad)
+        with pytest.raises(ValueError, match="CEPVEC_NUM_THREADS.*positive integer"):
+            threads.n_threads()

@@ -2,7 +2,8 @@
 
 The kernels are compiled ``nogil`` and a call writes only the state rows of its own
 segments, so contiguous ranges of segments run in a thread each. ``CEPVEC_NUM_THREADS``
-sets the number of threads (default: the cores this process may use, at most 8); a range
+sets the number of threads (default: the cores this process may use, at most 8, and at most
+``NUMBA_NUM_THREADS`` when that is set); a range
 gets at least ``MIN_EVENTS_PER_THREAD`` events, so small inputs stay on one thread.
 """
 
@@ -54,15 +55,35 @@ def _mark_worker() -> None:
 
 
 def n_threads() -> int:
-    """Threads a run may use: ``CEPVEC_NUM_THREADS``, else the usable cores (at most 8)."""
-    env = os.environ.get("CEPVEC_NUM_THREADS")
+    """Threads a run may use: ``CEPVEC_NUM_THREADS``, else the usable cores (those of this thread's
+    affinity; at most 8), and at most ``NUMBA_NUM_THREADS`` when that is set (Numba's own cap, which
+    users set to limit the threads of compiled code)."""
+    env = _env_count("CEPVEC_NUM_THREADS")
     if env:
-        return max(1, int(env))
+        return env
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover (not Linux)
         n = os.cpu_count() or 1
+    numba_cap = _env_count("NUMBA_NUM_THREADS")
+    if numba_cap:
+        n = min(n, numba_cap)
     return max(1, min(n, 8))
+
+
+def _env_count(name: str) -> int | None:
+    """The positive integer in the environment variable ``name`` (None: unset or empty)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name}={text!r}: expected a positive integer (the number of threads), "
+                         f"e.g. {name}=2; unset it to use every usable core")
+    return value
 
 
 def _pool(n: int) -> ThreadPoolExecutor:

@@ -356,35 +356,34 @@ def test_a_carry_not_the_kernels_is_an_internal_error(monkeypatch):
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(data=st.data(), n=st.integers(1, 40), two=st.booleans(), carried=st.booleans(), given_active=st.booleans(),
+@given(data=st.data(), n=st.integers(1, 40), two=st.booleans(), carried=st.booleans(), flagged=st.booleans(),
        min_events=st.integers(0, 4))
-def test_the_segment_layout_is_that_of_its_numpy_steps(data, n, two, carried, given_active, min_events):
-    """``kernels/linear/encode.py::event_layout`` and ``segments`` (where each partition's carried and
-    new events of each range of rows go, which segments the kernels visit and run) against the NumPy
-    steps they replace."""
+def test_the_segment_layout_is_that_of_its_numpy_steps(data, n, two, carried, flagged, min_events):
+    """``kernels/linear/encode.py::segment_layout`` (where each partition's carried and new events of
+    each range of rows go, which segments the kernels visit and run) against the NumPy steps it
+    replaced."""
     from cepvec.kernels import linear as K
 
     counts = st.lists(st.integers(0, 5), min_size=n, max_size=n)
     first = np.array(data.draw(counts, label="first"), np.int64)
     second = np.array(data.draw(counts, label="second") if two else [], np.int64)
     n_carry = np.array(data.draw(counts, label="carry") if carried else [], np.int64)
-    active = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) if given_active else [], np.bool_)
+    also = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) if flagged else [], np.bool_)
     starts = threads.thread_rows(2 if two else 1, n, fill=None)
-    count, seg_start = K.event_layout(n_carry, first, second, starts)
+    seg_start, total, seg, run = K.segment_layout(n_carry, first, second, also, min_events, starts)
 
     carry = n_carry if carried else np.zeros(n, np.int64)
-    want_count = carry + first + (second if two else 0)
-    want_start = np.concatenate([[0], np.cumsum(want_count)[:-1]])
-    assert count.tolist() == want_count.tolist() and seg_start.tolist() == want_start.tolist()
+    count = carry + first + (second if two else 0)
+    want_start = np.concatenate([[0], np.cumsum(count)[:-1]])
+    assert seg_start.tolist() == want_start.tolist() and total == count.sum()
     assert starts[0].tolist() == (want_start + carry).tolist()
     if two:
         assert starts[1].tolist() == (want_start + carry + first).tolist()
-
-    got = K.segments(count, seg_start, n_carry, active, min_events)
-    on = np.flatnonzero(active if given_active else want_count > 0)
-    seg = [on, want_start[on], want_start[on] + want_count[on], carry[on]]
-    run = [a[want_count[on] >= min_events] for a in seg]
-    assert [a.tolist() for a in got] == [a.tolist() for a in seg + run]
+    on = np.flatnonzero((count > 0) | (also if flagged else False))
+    want_seg = [on, want_start[on], want_start[on] + count[on], carry[on]]
+    want_run = [a[count[on] >= min_events] for a in want_seg]
+    assert [a.tolist() for a in seg] == [a.tolist() for a in want_seg]
+    assert [a.tolist() for a in run] == [a.tolist() for a in want_run]
 
 
 def test_thread_count_follows_the_environment(monkeypatch):

@@ -139,20 +139,26 @@ def order_long_ties(seg_lo, seg_hi, ev_time, ev_prog, ev_w, PT):
                     ev_w[a + i, c] = w[i, c]
 
 
-@jit_reading("n_carry", "first", "second")
-def event_layout(n_carry, first, second, starts):
-    """Where the events go: each partition's segment in partition order, its carried events first
-    (``n_carry``, per partition; empty: none), then its kept new events of the first range of the
-    rows (``first``, per partition) and of the second (``second``; empty: one range). Writes to
-    ``starts[r, p]`` the slot where range ``r``'s events of partition ``p`` begin (:func:`fill_events`);
-    returns the events of each partition and the first slot of its segment. (In NumPy this was a
-    dozen passes over the partitions: 10^6 of them took some 20 ms.)"""
+@jit_reading("n_carry", "first", "second", "also")
+def segment_layout(n_carry, first, second, also, min_events, starts):
+    """Where the events go and which segments the kernels visit. Each partition's segment comes in
+    partition order: its carried events first (``n_carry``, per partition; empty: none), then its
+    kept new events of the first range of the rows (``first``, per partition) and of the second
+    (``second``; empty: one range). Writes to ``starts[r, p]`` the slot where range ``r``'s events of
+    partition ``p`` begin (:func:`fill_events`). Returns the first slot of each partition's segment,
+    the number of events, the segments of the partitions with events or flagged in ``also`` (empty:
+    none) as ``(pid, lo, hi, replay)`` (partition, first and end slot, carried events), and the same
+    of those with ``min_events`` events or more, which the kernel runs (``min_events`` 0: the same
+    arrays). In NumPy this was some fifteen passes over the partitions (10^6 of them: some 10 ms);
+    one kernel, not two, for the compiling of a first run (about 0.2 s a kernel)."""
     n = first.shape[0]
-    count = np.empty(n, np.int64)
     seg_start = np.empty(n, np.int64)
     carried = n_carry.shape[0] > 0
     two = second.shape[0] > 0
+    flagged = also.shape[0] > 0
     at = 0
+    m = 0
+    r = 0
     for p in range(n):
         seg_start[p] = at
         pos = at + n_carry[p] if carried else at
@@ -161,27 +167,11 @@ def event_layout(n_carry, first, second, starts):
         if two:
             starts[1, p] = pos
             pos += second[p]
-        count[p] = pos - at
-        at = pos
-    return count, seg_start
-
-
-@jit_reading("count", "seg_start", "n_carry", "active")
-def segments(count, seg_start, n_carry, active, min_events):
-    """The segments the kernels visit, of the partitions that are ``active`` (empty: those with
-    events; :func:`event_layout`'s ``count`` and ``seg_start``): ``(pid, lo, hi, replay)``, each
-    one's partition, first and end slot and carried events (``n_carry`` empty: none); then the
-    same of those with ``min_events`` events or more, which the kernel runs (``min_events`` at
-    0: the same arrays)."""
-    n = count.shape[0]
-    given = active.shape[0] > 0
-    carried = n_carry.shape[0] > 0
-    m = 0
-    r = 0
-    for p in range(n):
-        if active[p] if given else count[p] > 0:
+        c = pos - at
+        if c > 0 or (flagged and also[p]):
             m += 1
-            r += count[p] >= min_events
+            r += c >= min_events
+        at = pos
     pid = np.empty(m, np.int64)
     lo = np.empty(m, np.int64)
     hi = np.empty(m, np.int64)
@@ -194,22 +184,23 @@ def segments(count, seg_start, n_carry, active, min_events):
     j = 0
     k = 0
     for p in range(n):
-        if not (active[p] if given else count[p] > 0):
-            continue
         a = seg_start[p]
+        b = seg_start[p + 1] if p + 1 < n else at
+        if b == a and not (flagged and also[p]):
+            continue
         c = n_carry[p] if carried else 0
         pid[j] = p
         lo[j] = a
-        hi[j] = a + count[p]
+        hi[j] = b
         replay[j] = c
         j += 1
-        if not every and count[p] >= min_events:
+        if not every and b - a >= min_events:
             r_pid[k] = p
             r_lo[k] = a
-            r_hi[k] = a + count[p]
+            r_hi[k] = b
             r_replay[k] = c
             k += 1
-    return pid, lo, hi, replay, r_pid, r_lo, r_hi, r_replay
+    return seg_start, at, (pid, lo, hi, replay), (r_pid, r_lo, r_hi, r_replay)
 
 
 @jit

@@ -44,9 +44,9 @@ _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
 
 #: int64 slots between the spare slots of two threads in fill_events (a cache line)
 _SPARE_STRIDE = 8
-#: no counts (:func:`kernels.linear.event_layout`: no carried events, one range of rows)
+#: no counts (:func:`kernels.linear.segment_layout`: no carried events, one range of rows)
 _NO_COUNTS = np.zeros(0, np.int64)
-#: no flags: :func:`kernels.linear.segments` takes the partitions with events
+#: no flags (:func:`kernels.linear.segment_layout`: no partition visited without events)
 _NO_FLAGS = np.zeros(0, np.bool_)
 
 
@@ -408,9 +408,24 @@ class LinearStream(Partitions):
             counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
                                halves)
         n_carry = np.bincount(c["pid"], minlength=n_parts) if len(c["pid"]) else _NO_COUNTS
+        also = _NO_FLAGS  # partitions visited without events of this batch
+        if emit and not self.groups_are_partitions:
+            gop, n_groups = self._group_ids(n_parts)
+            ptr, emit_times = K.emit_schedule(n_groups, gop, times, cls, cls_prog, self.prog_flags, pid)
+            g_emit = ptr[1:] - ptr[:-1]
+            if self._changes():  # the group of each emit time, by a partition of it (ids stay; groups may not)
+                rep = _first_partitions(gop, n_groups)
+                self.emit_log.append((rep[np.repeat(np.arange(n_groups), g_emit)], emit_times))
+            also = g_emit[gop] > 0  # partitions of a group with output times still hold a window
+        # the segments, and of them those the kernel runs: under WITHIN (SLIDE), not those with fewer
+        # events than a match takes (no match ends in them, no window of theirs has one; their events
+        # still carry over below, and a window closed again later holds no match either: a million
+        # keys of an event each)
+        skip = SKIP_SHORT_SEGMENTS and self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1
         starts = threads.thread_rows(len(counts), n_parts, fill=None)  # (each half's on cache lines of its own)
-        count, seg_start = K.event_layout(n_carry, counts[0], counts[1] if len(counts) > 1 else _NO_COUNTS, starts)
-        total = int(seg_start[-1] + count[-1])
+        seg_start, total, (seg_pid, seg_lo, seg_hi, replay), (run_pid, run_lo, run_hi, run_replay) = \
+            K.segment_layout(n_carry, counts[0], counts[1] if len(counts) > 1 else _NO_COUNTS, also,
+                             self.min_events if skip else 0, starts)
         # spare slots at the end, a cache line apart: fill_events writes dropped events there
         spare = total + _SPARE_STRIDE * np.arange(len(halves), dtype=np.int64)
         ev_t = np.empty(total + _SPARE_STRIDE * len(halves), np.int64)
@@ -422,22 +437,6 @@ class LinearStream(Partitions):
                                           times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],
                                           starts[i], ev_t, ev_prog, ev_w, spare[i]), range(len(halves)))
         ev_t, ev_prog, ev_w = ev_t[:total], ev_prog[:total], ev_w[:total]
-        active = _NO_FLAGS  # the partitions with events
-        if emit and not self.groups_are_partitions:
-            gop, n_groups = self._group_ids(n_parts)
-            ptr, emit_times = K.emit_schedule(n_groups, gop, times, cls, cls_prog, self.prog_flags, pid)
-            g_emit = ptr[1:] - ptr[:-1]
-            if self._changes():  # the group of each emit time, by a partition of it (ids stay; groups may not)
-                rep = _first_partitions(gop, n_groups)
-                self.emit_log.append((rep[np.repeat(np.arange(n_groups), g_emit)], emit_times))
-            active = (count > 0) | (g_emit[gop] > 0)  # partitions of a group with output times still hold a window
-        # the segments (and of them, those the kernel runs: under WITHIN (SLIDE), not those with fewer
-        # events than a match takes; no match ends in them, no window of theirs has one; their events
-        # still carry over below, and a window closed again later holds no match either: a million
-        # keys of an event each)
-        skip = SKIP_SHORT_SEGMENTS and self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1
-        seg_pid, seg_lo, seg_hi, replay, run_pid, run_lo, run_hi, run_replay = K.segments(
-            count, seg_start, n_carry, active, self.min_events if skip else 0)
         if emit and self.groups_are_partitions:
             emit_lo, emit_hi, emit_times = K.segment_emit_schedule(seg_lo, seg_hi, replay, ev_t, ev_prog,
                                                                    self.prog_flags)

@@ -64,9 +64,8 @@ def first_descent(vals):
 def new_keys_direct(vals, vmin, direct, n_known, ids):
     """The keys of ``vals`` new to the direct table ``direct`` (``direct[v - vmin]``, -1: new)
     entered in it, numbered from ``n_known`` in order of first appearance; returns the row of each
-    one's first appearance. ``ids`` empty: no row's id is written (they are read after, by
-    :func:`ids_direct` or in the type codes' pass: ``kernels/linear/encode.py::view_codes_count``);
-    else each row's id is written to it in the same pass."""
+    one's first appearance. ``ids`` empty: no row's id is written (:func:`ids_direct` reads them
+    after); else each row's id is written to it in the same pass."""
     first = np.empty(min(vals.shape[0], direct.shape[0]), np.int64)  # no reassignment inside the loop
     write = ids.shape[0] > 0
     n_new = 0

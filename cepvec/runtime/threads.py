@@ -208,11 +208,12 @@ CACHE_LINE = 64
 
 
 def thread_rows(k: int, n: int, fill: int | None = 0, dtype=np.int64) -> np.ndarray:
-    """A ``(k, n)`` array of ``fill`` (None: not filled) whose rows, one per thread, lie on cache lines of their own: the
-    counters and positions that threads update row by row. Rows of one plain array share a line when
-    ``n`` is small, and two threads writing one line take turns owning it: the output order of 2·10^6
-    cells of one group on two threads (``output._scatter_by_rank``) took 120 ms, padded 12 ms; of four
-    groups 38 against 16 ms. Each row is a contiguous 1-d view (the kernels' signature is the same)."""
+    """A ``(k, n)`` array of ``fill`` (None: not filled) whose rows, one per thread, lie on cache lines
+    of their own: the counters and positions that threads update row by row. Rows of one plain array
+    share a line when ``n`` is small, and two threads writing one line take turns owning it: the
+    output order of 2·10^6 cells of one group on two threads (``output._scatter_by_rank``) took 120
+    ms, padded 12 ms; of four groups 38 against 16 ms. Each row is a contiguous 1-d view (the
+    kernels' signature is the same)."""
     item = np.dtype(dtype).itemsize
     stride = -(-n * item // CACHE_LINE) * CACHE_LINE // item + CACHE_LINE // item
     rows = np.empty((k, stride), dtype) if fill is None else np.full((k, stride), fill, dtype)

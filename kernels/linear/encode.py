@@ -149,8 +149,7 @@ def segment_layout(n_carry, first, second, also, min_events, starts):
     the number of events, the segments of the partitions with events or flagged in ``also`` (empty:
     none) as ``(pid, lo, hi, replay)`` (partition, first and end slot, carried events), and the same
     of those with ``min_events`` events or more, which the kernel runs (``min_events`` 0: the same
-    arrays). In NumPy this was some fifteen passes over the partitions (10^6 of them: some 10 ms);
-    one kernel, not two, for the compiling of a first run (about 0.2 s a kernel)."""
+    arrays). In NumPy this was some fifteen passes over the partitions (10^6 of them: some 10 ms)."""
     n = first.shape[0]
     seg_start = np.empty(n, np.int64)
     carried = n_carry.shape[0] > 0

@@ -180,10 +180,10 @@ def test_an_overflow_in_a_later_range_is_raised(monkeypatch):
 @given(vals=st.lists(st.integers(-5, 30), min_size=0, max_size=60),
        known=st.lists(st.integers(-5, 30), unique=True, max_size=10))
 def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
-    """The direct table of an integer key column filled (cepvec.runtime.partitions._new_keys_direct)
-    with the ids written in the same pass, or filled in one pass or two halves on two threads and then
-    read (read_direct): the ids and new keys, in order of first appearance, that a plain loop gives."""
-    from cepvec.runtime.partitions import _new_keys_direct, read_direct
+    """The ids of an integer key column from a direct table (cepvec.runtime.partitions._direct_ids),
+    entered and written in one pass, or filled in two halves on two threads and then read: the ids
+    and new keys, in order of first appearance, that a plain loop gives."""
+    from cepvec.runtime.partitions import _direct_ids
 
     vals = np.array(vals, np.int64)
     n0 = len(known)
@@ -193,7 +193,7 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
             seen[v] = len(seen)
             want_new.append(i)
         want_ids.append(seen[v])
-    for how in ("one pass", "one pass, then read", "halves, then read"):
+    for how in ("one pass", "halves, then read"):
         direct = np.full(36, -1, np.int64)
         direct[np.array(known, np.int64) + 5] = np.arange(n0)
         ids = np.empty(len(vals), np.int64)
@@ -202,11 +202,7 @@ def test_partition_ids_in_two_threads_are_those_of_one(vals, known):
             mp.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
             mp.setattr(partitions, "ROWS_PER_KEY_FOR_HALVES", 0)
             mp.setattr(partitions, "DIRECT_HALVES_FROM", 0)
-            if how == "one pass":  # the ids written as the keys are entered
-                new = _new_keys_direct(vals, -5, direct, n0, ids)
-            else:
-                new = _new_keys_direct(vals, -5, direct, n0)
-                read_direct(vals, -5, direct, ids)
+            new = _direct_ids(vals, -5, direct, n0, ids)
         assert ids.tolist() == want_ids, how
         assert new.tolist() == want_new, how
         assert all(direct[v + 5] == i for v, i in seen.items()), how

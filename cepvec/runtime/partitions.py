@@ -24,8 +24,6 @@ ROWS_PER_KEY_FOR_HALVES = 8
 #: writes the ids is faster than filling the table in halves and reading it in halves (100 keys, two
 #: threads: 10^6 rows 0.87 against 1.17 ms; 4·10^6 rows 6.5 against 5.9 ms).
 DIRECT_HALVES_FROM = 1 << 21
-#: no ids to write (:func:`_new_keys_direct`)
-_NO_IDS = np.zeros(0, np.int64)
 
 
 class Partitions:
@@ -78,10 +76,7 @@ class Partitions:
             if not _direct_range(vmin, vmax, len(vals)):
                 return self._hashed_ids(vals)
             ids = np.empty(len(vals), np.int64)
-            if not _direct_in_halves(len(vals), vmax - vmin + 1):  # the ids written as the keys are entered
-                self._direct_table(vals, vmin, vmax, ids)
-            else:
-                read_direct(vals, vmin, self._direct_table(vals, vmin, vmax), ids)
+            self._direct_table(vals, vmin, vmax, ids)
             return ids
         if len(df) >= CODED_IDS_FROM:
             ids = self._coded_ids(df)
@@ -176,10 +171,10 @@ class Partitions:
         bounds = threads.map_threads(lambda r: min_max(vals[r[0]:r[1]]), threads.halves(len(vals)))
         return vals, min(int(lo) for lo, _ in bounds), max(int(hi) for _, hi in bounds)
 
-    def _direct_table(self, vals: np.ndarray, vmin: int, vmax: int, ids: np.ndarray = _NO_IDS) -> np.ndarray:
-        """A direct table of the keys ``vmin..vmax`` with the known ones and those of ``vals`` entered
-        (new keys numbered in order of first appearance, the key frame extended; ``ids`` not empty:
-        each row's id written to it as they are); the hash table is rebuilt when next needed."""
+    def _direct_table(self, vals: np.ndarray, vmin: int, vmax: int, ids: np.ndarray) -> None:
+        """The ids of ``vals`` into ``ids`` from a direct table of the keys ``vmin..vmax``, the known ones
+        and those of ``vals`` entered (new keys numbered in order of first appearance, the key frame
+        extended; :func:`_direct_ids`); the hash table is rebuilt when next needed."""
         c = self.int_key
         n0 = len(self.keys)
         direct = np.full(vmax - vmin + 1, -1, np.int64)
@@ -191,9 +186,8 @@ class Partitions:
             kv = kc.cast(pl.Int64).to_numpy()
             inside = (kv >= vmin) & (kv <= vmax)
             direct[kv[inside] - vmin] = self.keys["__pid"].to_numpy()[inside]
-        self._add_int_keys(vals[_new_keys_direct(vals, vmin, direct, n0, ids)])
+        self._add_int_keys(vals[_direct_ids(vals, vmin, direct, n0, ids)])
         self._tab_n = -1
-        return direct
 
     def _hashed_ids(self, vals: np.ndarray) -> np.ndarray:
         """:meth:`ids` of the int64 values of one integer key column through the hash table kept
@@ -277,11 +271,7 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
         vmin, vmax = (int(v) for v in min_max(codes))
         if _direct_range(vmin, vmax, n):
             direct = np.full(vmax - vmin + 1, -1, np.int64)
-            if not _direct_in_halves(n, len(direct)):
-                return local, _new_keys_direct(codes, vmin, direct, 0, local)
-            first = _new_keys_direct(codes, vmin, direct, 0)
-            read_direct(codes, vmin, direct, local)
-            return local, first
+            return local, _direct_ids(codes, vmin, direct, 0, local)
 
     return _ids_in_halves(n, local, lambda a, b, out, size: dense_ids(codes[a:b], key_table(size), 0, out),
                           lambda rows, table, first, out: dense_ids(codes[rows], table, len(first), out),
@@ -505,32 +495,34 @@ def _direct_range(vmin: int, vmax: int, n: int) -> bool:
 
 
 def _direct_in_halves(n: int, size: int) -> bool:
-    """Whether a direct table of ``size`` keys is filled for ``n`` rows in two halves on two threads,
-    then read in halves (:func:`_new_keys_direct`, :func:`read_direct`): from
-    :data:`DIRECT_HALVES_FROM` rows, with few keys for the rows (at most one per
-    :data:`ROWS_PER_KEY_FOR_HALVES`), on two threads; else one pass enters the keys and writes the ids."""
+    """Whether :func:`_direct_ids` fills a direct table of ``size`` keys for ``n`` rows in two halves
+    on two threads, then reads it in halves: from :data:`DIRECT_HALVES_FROM` rows, with few keys for
+    the rows (at most one per :data:`ROWS_PER_KEY_FOR_HALVES`), on two threads."""
     return n >= DIRECT_HALVES_FROM and ROWS_PER_KEY_FOR_HALVES * size <= n and len(threads.halves(n)) > 1
 
 
-def _new_keys_direct(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray = _NO_IDS) -> np.ndarray:
-    """:func:`new_keys_direct`: the keys of ``vals`` new to ``direct`` entered, numbered from ``n0``
-    in order of first appearance; returns their first rows. Where :func:`_direct_in_halves`, the
-    two halves of the column run in two threads, and ``ids`` must be empty: the second half enters
-    its keys provisionally in a copy of the table, then those the first half did not see take the
-    next ids in its order. Else one pass, which writes each row's id to ``ids`` (not empty) too."""
+def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray) -> np.ndarray:
+    """The id of each row of ``vals`` into ``ids`` from the direct table ``direct``, its new keys
+    entered and numbered from ``n0`` in order of first appearance; returns their first rows. One pass
+    enters the keys and writes the ids (:func:`new_keys_direct`); where :func:`_direct_in_halves`,
+    the two halves of the column enter their keys in two threads without writing ids (the second on
+    a copy of the table; its keys the first half did not see then take the next ids in its order),
+    and the ids are read from the table in halves (:func:`read_direct`)."""
     if not _direct_in_halves(len(vals), len(direct)):
         return new_keys_direct(vals, vmin, direct, n0, ids)
-    assert not len(ids), "a table filled in halves is read after"
     m = threads.halves(len(vals))[1][0]
     second = direct.copy()
-    first0, first1 = threads.map_threads(lambda a: new_keys_direct(*a, _NO_IDS),
+    none = np.zeros(0, np.int64)
+    first0, first1 = threads.map_threads(lambda a: new_keys_direct(*a, none),
                                          [(vals[:m], vmin, direct, n0), (vals[m:], vmin, second, n0)])
-    if not len(first1):
-        return first0
-    new1 = vals[m + first1] - vmin
-    unseen = direct[new1] < 0  # keys the first half did not see
-    direct[new1[unseen]] = n0 + len(first0) + np.arange(int(unseen.sum()), dtype=np.int64)
-    return np.concatenate([first0, m + first1[unseen]])
+    first = first0
+    if len(first1):
+        new1 = vals[m + first1] - vmin
+        unseen = direct[new1] < 0  # keys the first half did not see
+        direct[new1[unseen]] = n0 + len(first0) + np.arange(int(unseen.sum()), dtype=np.int64)
+        first = np.concatenate([first0, m + first1[unseen]])
+    read_direct(vals, vmin, direct, ids)
+    return first
 
 
 def read_direct(vals: np.ndarray, vmin: int, direct: np.ndarray, ids: np.ndarray) -> None:

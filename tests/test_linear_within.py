@@ -166,6 +166,24 @@ def test_only_plain_sequences_take_the_chain_loop():
     assert chain.chain_bits(K.pack_programs(longer, np.array([n])), np.eye(n + 1, dtype=np.int64)[0]) is None
 
 
+def test_chain_within_answers_each_program_set_afresh():
+    """``chain_within`` keeps its answers by programs and start vector: programs of one length
+    asked in turn get their own bits (or None), and a caller that writes into the bits it got
+    changes no later answer."""
+    out = np.array([3])
+    v0 = np.array([1, 0, 0, 0])
+    seq = K.pack_programs([([(1, 0, -1)], set(), False), ([(2, 1, -1)], set(), False),
+                           ([(3, 2, -1)], set(), True)], out)
+    kleene = K.pack_programs([([(1, 0, -1)], set(), False), ([(2, 1, -1), (2, 2, -1)], set(), False),
+                              ([(3, 2, -1)], set(), True)], out)
+    for _ in range(2):
+        assert linear_run.chain_within(K.MODE_WITHIN, seq, v0).tolist() == [1, 2, 4]
+        assert linear_run.chain_within(K.MODE_WITHIN, kleene, v0) is None
+        assert linear_run.chain_within(K.MODE_SLIDE, seq, v0) is None
+        assert linear_run.chain_within(K.MODE_WITHIN, seq, v0.astype(np.float64)) is None
+        linear_run.chain_within(K.MODE_WITHIN, seq, v0)[:] = 0
+
+
 @pytest.mark.parametrize("tie", [1, 2, 4])
 @pytest.mark.parametrize(("per_type", "overflows"), [(1000, False), (1500, True)])
 def test_a_chain_count_past_int64_is_an_error(per_type, overflows, tie):

@@ -52,6 +52,8 @@ def _coded_agrees_with_joined(schema: dict, q, df: pl.DataFrame, cuts: list[int]
         got = _ids_in_batches(coded, df, cuts, P.Partitions.ids)
     assert got == _ids_in_batches(joined, df, cuts, P.Partitions._joined_ids)
     assert coded.keys.equals(joined.keys)
+    for parts in (coded, joined):  # (appended batch after batch, kept in one chunk)
+        assert max(parts.keys.n_chunks("all")) <= 1
 
 
 def _key_frame(kind: str, values: list) -> pl.DataFrame:

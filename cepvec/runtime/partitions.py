@@ -85,13 +85,16 @@ class Partitions:
         return self._joined_ids(df)
 
     def ids_in_threads(self, df: pl.DataFrame) -> bool:
-        """Whether :meth:`ids` of ``df`` numbers its keys on two threads itself: one String key column
-        with many keys (:func:`_numbering`'s shares), better run alone than beside other work."""
+        """Whether :meth:`ids` of ``df`` numbers its keys on two threads itself: one long String key
+        column (:func:`_numbering`'s halves or shares), better run alone, in threads, than on one thread
+        beside other work. (With 100 / 1 000 keys in 10^6 rows the ids in one pass beside the type
+        codes took 9.5-10.6 ms of a run, in halves first 6.4 ms; A-Seq on two cores 4-6 % faster,
+        docs/performance-log.md, session 49.)"""
         if len(self.key_cols) != 1 or len(df) < CODED_IDS_FROM:
             return False
         col = df[self.key_cols[0]]
         arr = string_view_array(col, nulls=True)
-        return arr is not None and _string_ids(col, arr, decide_only=True) == "shares"
+        return arr is not None and _string_ids(col, arr, decide_only=True) != "one"
 
     def _joined_ids(self, df: pl.DataFrame) -> np.ndarray:
         """:meth:`ids` by a Polars join of the distinct keys with the known ones (any key columns)."""
@@ -104,8 +107,7 @@ class Partitions:
         if len(new):
             start = len(self.keys)
             new = new.with_columns(pl.int_range(start, start + len(new), dtype=pl.Int64).alias("__pid"))
-            self.keys = pl.concat([self.keys, new.cast(self.keys.schema)], how="vertical")
-            self._on_new_keys()
+            self._append_keys(new)
         return df.join(self.keys, on=cols, how="left", nulls_equal=True, maintain_order="left")["__pid"].to_numpy()
 
     def _distinct_ids(self, df: pl.DataFrame) -> np.ndarray:
@@ -127,8 +129,7 @@ class Partitions:
             ids[new] = np.arange(start, start + n_new, dtype=np.int64)
             added = df.filter(pl.Series(new)) if n_new < len(df) else df
             added = added.with_columns(pl.Series("__pid", ids[new], dtype=pl.Int64))
-            self.keys = pl.concat([self.keys, added.cast(self.keys.schema)], how="vertical")
-            self._on_new_keys()
+            self._append_keys(added)
         return ids
 
     def _coded_ids(self, df: pl.DataFrame) -> np.ndarray | None:
@@ -217,9 +218,21 @@ class Partitions:
         if not len(new_keys):
             return
         c, n0 = self.int_key, len(self.keys)
-        new = pl.DataFrame({c: pl.Series(c, new_keys).cast(self.keys.schema[c]),
-                            "__pid": np.arange(n0, n0 + len(new_keys), dtype=np.int64)})
-        self.keys = pl.concat([self.keys, new], how="vertical")
+        self._append_keys(pl.DataFrame([pl.Series(c, new_keys).cast(self.keys.schema[c]),
+                                        pl.Series("__pid", np.arange(n0, n0 + len(new_keys), dtype=np.int64))]))
+
+    def _append_keys(self, new: pl.DataFrame) -> None:
+        """Append the key rows ``new`` (their ``__pid`` set) to the key frame, in one chunk.
+
+        Eager ``vstack`` and a rechunk, and a select / cast only when ``new`` does not have the key
+        frame's schema: this runs on one thread while the other threads run kernels
+        (``LinearStream._ids_beside_codes``), and Polars' query engine (``pl.concat``, a frame's
+        ``select`` or ``cast``) waits for a thread of Polars' pool, which finds every core busy: 1-4 ms
+        for 100 keys on two busy cores, against 0.03 ms (10^6 events, docs/performance-log.md,
+        session 49)."""
+        if new.schema != self.keys.schema:
+            new = new.select(self.keys.columns).cast(self.keys.schema)
+        self.keys = self.keys.vstack(new).rechunk()
         self._on_new_keys()
 
     def group_frame(self) -> pl.DataFrame:

@@ -507,6 +507,20 @@ def test_query_type_missing_from_string_column_warns(engine):
     assert res.height == 0 and res.columns == ["COUNT(*)"]
 
 
+@pytest.mark.parametrize("first_c", [3, 100, 5_000, 70_000])
+def test_a_type_first_seen_late_in_the_column_does_not_warn(first_c):
+    """The check reads the first 64 rows, then 4 096, then 65 536, then the column: a type first seen at
+    any of those depths is found, and one never seen warns."""
+    types = np.array(["A", "B"] * 40_000)
+    types[first_c] = "C"
+    ev = pl.DataFrame({"type": types, "time": np.arange(len(types))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, C) WITHIN 2", ev)
+    with pytest.warns(CepvecWarning, match="event type 'D' named in the query does not occur"):
+        cepvec.run("RETURN COUNT(*) PATTERN SEQ(A, D) WITHIN 2", ev)
+
+
 def test_query_type_missing_from_categorical_column_warns(engine):
     ev = ab().with_columns(pl.col("type").cast(pl.Categorical))
     with pytest.warns(CepvecWarning, match="event type 'C' named in the query does not occur"):

@@ -30,17 +30,23 @@ def _polars_order(col: pl.Series) -> list[int]:
 def test_int_order_is_that_of_the_stable_sort(dtype, data):
     """Rows of an integer column with repeats, nulls and the dtype's extremes: the order of Polars'
     stable sort with nulls last; None only where the values' range and the row numbers do not fit
-    in 63 bits (then Polars sorts)."""
+    in 63 bits (then Polars sorts). A short column (below ``INT_ORDER_FROM``): NumPy's sort when it
+    has no null, else None."""
     lo, hi = DTYPES[dtype]
     value = st.integers(lo, hi) | st.sampled_from([lo, hi, 0, 1]) | st.integers(0, 5)
     values = data.draw(st.lists(value | st.none(), max_size=60))
+    short = data.draw(st.booleans())
     col = pl.Series("v", values, dtype=dtype)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(O, "INT_ORDER_FROM", 0)
+        mp.setattr(O, "INT_ORDER_FROM", 1 << 14 if short else 0)
         got = O.int_order(col)
     present = [v for v in values if v is not None]
     fits = not present or (max(present) - min(present) + 1).bit_length() + len(values).bit_length() <= 63
-    if not fits or max(present, default=0) >= 2**63:
+    if short:
+        assert (got is None) == (len(present) < len(values))
+        if got is not None:
+            assert got.tolist() == _polars_order(col)
+    elif not fits or max(present, default=0) >= 2**63:
         assert got is None
     else:
         assert got.tolist() == _polars_order(col)

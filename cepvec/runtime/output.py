@@ -131,7 +131,8 @@ def group_ranks(q: Query, gf: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame | 
     return rank_of_pid, ranked
 
 
-#: From this many rows on, :func:`int_order` sorts an integer column itself.
+#: From this many rows on, :func:`int_order` sorts an integer column by packed values and rows (below, by
+#: NumPy's stable argsort when null-free).
 INT_ORDER_FROM = 1 << 14
 
 
@@ -139,11 +140,14 @@ def int_order(col: pl.Series) -> np.ndarray | None:
     """The rows of an integer (or temporal) column in ascending order, nulls last, equal values in
     row order: Polars' stable sort, by one NumPy sort of ``(value - min) << b | row`` (a SIMD sort of
     int64; 5·10^5 distinct ids: 5 ms, Polars' sort of them 27-30 ms). None where that does not fit
-    in 63 bits (a value range past ``2**(63 - b)``, ``b`` the bits of a row number), for other dtypes
-    and for short columns."""
+    in 63 bits (a value range past ``2**(63 - b)``, ``b`` the bits of a row number) and for other
+    dtypes. A short column without nulls takes NumPy's stable sort of its values (100 keys: 0.01 ms,
+    Polars' sort of the key frame 0.3 ms); with nulls, None."""
     n = len(col)
-    if n < INT_ORDER_FROM or not (col.dtype.is_integer() or col.dtype.is_temporal()):
+    if not (col.dtype.is_integer() or col.dtype.is_temporal()):
         return None
+    if n < INT_ORDER_FROM:
+        return None if col.null_count() else np.argsort(col.to_physical().to_numpy(), kind="stable")
     phys = col.to_physical()
     if phys.dtype == pl.UInt64 and (phys.max() or 0) > np.iinfo(np.int64).max:
         return None

@@ -247,11 +247,14 @@ def prepare(q: Query, events, *, time_unit: str | None = None, check_types: bool
     if check_types:
         col = df[q.type_col]
         # the types of the first rows, then a scan only for a query type not among them (the
-        # unique values of a whole string column cost a hash per row)
-        present = set()
+        # unique values of a whole string column cost a hash per row; the first 64 rows as a
+        # Python list: 0.01 ms, where Polars' unique of 4 096 took 0.1-0.5 ms of a 10^6-event run)
+        present = set(col.head(64).to_list())
         for rows in (1 << 12, 1 << 16):
+            if present.issuperset(q.event_types) or len(col) <= 64:
+                break
             present = set(col.head(rows).unique().drop_nulls().to_list())
-            if present.issuperset(q.event_types) or rows >= len(col):
+            if rows >= len(col):
                 break
         domain = set(tdt.categories.to_list()) if isinstance(tdt, pl.Enum) else None
         for t in q.event_types:

@@ -18,6 +18,7 @@ import os
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 
+import numpy as np
 import polars as pl
 
 from cepvec.registry import choose
@@ -165,7 +166,8 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
     events a run takes one thread). Here ``sample`` runs with those thresholds at 0
     (``paths.linear.run.SKIP_SHORT_SEGMENTS`` off), as it is, and with its rows in reverse time order
     and its window kept (``cepvec.api.DROP_COVERING_WINDOW`` off); where this process has several
-    threads, both once on one thread and once split in threads (long columns in halves). Not while
+    threads, both once on one thread and once split in threads (long columns in halves; String keys once
+    in shares of the keys, once in halves of the rows). Not while
     other cepvec runs are in progress in this process (the thresholds are module settings).
 
     Parameters
@@ -186,7 +188,8 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
     df = to_polars(sample)
     many = isinstance(query, (Workload, dict, list, tuple))
     saved = (_jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS,
-             threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES)
+             threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES,
+             partitions.SHARES_FROM_KEYS, partitions.HALVES_UP_TO_KEYS)
     _jit.NUMPY_BELOW = partitions.CODED_IDS_FROM = 0
     linear_run.SKIP_SHORT_SEGMENTS = False
     try:
@@ -198,6 +201,9 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
                     partitions.ROWS_PER_KEY_FOR_HALVES = 0
                 for events, drop_window in ((df, True), (df.reverse(), False)):
                     api.DROP_COVERING_WINDOW = drop_window
+                    if split and not drop_window:  # String keys in halves (the sample's few rows hold
+                        # distinct keys, which the first split run numbers in shares)
+                        partitions.SHARES_FROM_KEYS, partitions.HALVES_UP_TO_KEYS = np.inf, np.inf
                     if many:
                         api.run_many(query.queries if isinstance(query, Workload) else query, events,
                                      engine=engine, numeric=numeric)
@@ -205,4 +211,5 @@ def compile_kernels(query, sample, *, engine: str = "auto", numeric: str = "int6
                         api.run(query, events, engine=engine, numeric=numeric)
     finally:
         (_jit.NUMPY_BELOW, partitions.CODED_IDS_FROM, api.DROP_COVERING_WINDOW, linear_run.SKIP_SHORT_SEGMENTS,
-         threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES) = saved
+         threads.MIN_EVENTS_PER_THREAD, partitions.DIRECT_HALVES_FROM, partitions.ROWS_PER_KEY_FOR_HALVES,
+         partitions.SHARES_FROM_KEYS, partitions.HALVES_UP_TO_KEYS) = saved

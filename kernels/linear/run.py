@@ -116,11 +116,12 @@ def chain_within(mode, PT, v0) -> np.ndarray | None:
     if mode != MODE_WITHIN or v0.dtype != np.int64:
         return None
     key = (PT.tobytes(), v0.tobytes())  # a run asks once per range of segments: the answer of the first
-    if key not in _CHAIN_BITS:
+    bits = _CHAIN_BITS.get(key, _CHAIN_BITS)  # (the dict itself: not asked before; threads may ask at once)
+    if bits is _CHAIN_BITS:
+        bits = chain_bits(PT, v0) if _all_inverse(PT) else None
         if len(_CHAIN_BITS) >= 256:
             _CHAIN_BITS.clear()
-        _CHAIN_BITS[key] = chain_bits(PT, v0) if _all_inverse(PT) else None
-    bits = _CHAIN_BITS[key]
+        _CHAIN_BITS[key] = bits
     return None if bits is None else bits.copy()
 
 

@@ -81,12 +81,14 @@ def test_threads_give_the_rows_of_one_thread(engine, text, seed, n, n_ids):
 @settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**31), n=st.integers(0, 300), n_ids=st.integers(1, 40),
        categorical=st.booleans(),
-       keys=st.sampled_from([None, "string beside", "string shares", "string shares nulls", "sparse int", "float"]),
+       keys=st.sampled_from([None, "string beside", "string halves", "string shares", "string shares nulls",
+                             "sparse int", "float"]),
        data=st.data())
 def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, categorical, keys, data):
     """The linear path on several threads (the partition ids beside the type codes of a String type
-    column, a Categorical's codes in halves; String ids too, beside the codes or alone in two shares
-    of the keys; sparse integer and float ids from hash tables) with the input cut into batches
+    column, a Categorical's codes in halves; String ids too, in one pass beside the codes, or before
+    them in two halves of the rows or two shares of the keys; sparse integer and float ids from hash
+    tables) with the input cut into batches
     anywhere (keys of an earlier batch keep their ids; a batch's new ones come after): the rows of
     one thread, one batch."""
     df = _events(seed, n, n_ids)
@@ -109,6 +111,7 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
         mp.setattr(_jit, "NUMPY_BELOW", 0)
         mp.setattr(partitions, "CODED_IDS_FROM", 0)
         mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if keys and "shares" in keys else np.inf)
+        mp.setattr(partitions, "HALVES_UP_TO_KEYS", {"string beside": 0, "string halves": np.inf}.get(keys, 1 / 8))
         many = run_engine(q, prepare(q, df), "aseq", batches=cuts)
     assert one.equals(many)
 

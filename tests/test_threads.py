@@ -88,9 +88,8 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
     """The linear path on several threads (the partition ids beside the type codes of a String type
     column, a Categorical's codes in halves; String ids too, in one pass beside the codes, or before
     them in two halves of the rows or two shares of the keys; sparse integer and float ids from hash
-    tables) with the input cut into batches
-    anywhere (keys of an earlier batch keep their ids; a batch's new ones come after): the rows of
-    one thread, one batch."""
+    tables) with the input cut into batches anywhere (keys of an earlier batch keep their ids; a
+    batch's new ones come after): the rows of one thread, one batch."""
     df = _events(seed, n, n_ids)
     if categorical:
         df = df.with_columns(pl.col("type").cast(pl.Categorical))
@@ -111,7 +110,8 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
         mp.setattr(_jit, "NUMPY_BELOW", 0)
         mp.setattr(partitions, "CODED_IDS_FROM", 0)
         mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if keys and "shares" in keys else np.inf)
-        mp.setattr(partitions, "HALVES_UP_TO_KEYS", {"string beside": 0, "string halves": np.inf}.get(keys, 1 / 8))
+        mp.setattr(partitions, "HALVES_UP_TO_KEYS",
+                   {"string beside": 0, "string halves": np.inf}.get(keys, partitions.HALVES_UP_TO_KEYS))
         many = run_engine(q, prepare(q, df), "aseq", batches=cuts)
     assert one.equals(many)
 

@@ -62,8 +62,9 @@ class Partitions:
                 out.append(pl.col(c))
         return out
 
-    def ids(self, df: pl.DataFrame) -> np.ndarray:
-        """Dense partition id of every row of ``df`` (new keys get the next ids)."""
+    def ids(self, df: pl.DataFrame, numbering: tuple[str, float] | None = None) -> np.ndarray:
+        """Dense partition id of every row of ``df`` (new keys get the next ids); ``numbering``: how
+        to number one String key column, when the caller has asked (:meth:`string_numbering`)."""
         cols = self.key_cols
         if not cols:
             if len(self.keys) == 0:
@@ -79,22 +80,24 @@ class Partitions:
             self._direct_table(vals, vmin, vmax, ids)
             return ids
         if len(df) >= CODED_IDS_FROM:
-            ids = self._coded_ids(df)
+            ids = self._coded_ids(df, numbering)
             if ids is not None:
                 return ids
         return self._joined_ids(df)
 
-    def ids_in_threads(self, df: pl.DataFrame) -> bool:
-        """Whether :meth:`ids` of ``df`` numbers its keys on two threads itself: one long String key
-        column (:func:`_numbering`'s halves or shares), better run alone, in threads, than on one thread
-        beside other work. (With 100 / 1 000 keys in 10^6 rows the ids in one pass beside the type
+    def string_numbering(self, df: pl.DataFrame) -> tuple[str, float] | None:
+        """How :meth:`ids` numbers one long String key column of ``df`` (:func:`_numbering`: ``"one"``
+        pass, two ``"halves"`` of the rows or two ``"shares"`` of the keys, and the guess of the keys);
+        None for other keys. Halves and shares take both threads, better run alone than on one thread
+        beside other work (with 100 / 1 000 keys in 10^6 rows the ids in one pass beside the type
         codes took 9.5-10.6 ms of a run, in halves first 6.4 ms; A-Seq on two cores 4-6 % faster,
-        docs/performance-log.md, session 49.)"""
+        docs/performance-log.md, session 49). Give the answer to :meth:`ids`: it is a sample of the
+        rows (0.5-0.9 ms at 10^6)."""
         if len(self.key_cols) != 1 or len(df) < CODED_IDS_FROM:
-            return False
+            return None
         col = df[self.key_cols[0]]
         arr = string_view_array(col, nulls=True)
-        return arr is not None and _string_ids(col, arr, decide_only=True) != "one"
+        return None if arr is None else _string_ids(col, arr, decide_only=True)
 
     def _joined_ids(self, df: pl.DataFrame) -> np.ndarray:
         """:meth:`ids` by a Polars join of the distinct keys with the known ones (any key columns)."""
@@ -132,7 +135,7 @@ class Partitions:
             self._append_keys(added)
         return ids
 
-    def _coded_ids(self, df: pl.DataFrame) -> np.ndarray | None:
+    def _coded_ids(self, df: pl.DataFrame, numbering: tuple[str, float] | None = None) -> np.ndarray | None:
         """:meth:`ids` through int64 codes of the rows (None: a key column has no codes for its dtype).
 
         Each key column gets dense ids of this batch (:func:`_column_ids`; several columns: the ids
@@ -143,7 +146,7 @@ class Partitions:
         the batch through the join.
         """
         cols = list(self.q.partition_by)
-        per_col = [_column_ids(df[c]) for c in cols]
+        per_col = [_column_ids(df[c], numbering if len(cols) == 1 else None) for c in cols]
         if any(x is None for x in per_col):
             return None
         local, first, _ = per_col[0]
@@ -257,14 +260,15 @@ class Partitions:
         return key[0] if key else {}
 
 
-def _column_ids(col: pl.Series) -> tuple[np.ndarray, np.ndarray, bool] | None:
+def _column_ids(col: pl.Series, numbering: tuple[str, float] | None = None) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """Dense ids of the rows of one key column in order of first appearance, the row of each id's
     first appearance, and whether equal ids are equal keys (else the ids must be checked, see
     :func:`_same_as_first`); None for a dtype without codes (:func:`_row_codes`). A String column
-    is read from its Arrow views, exactly; any other through its int64 codes."""
+    is read from its Arrow views, exactly (``numbering``: :func:`_string_ids`'); any other through its
+    int64 codes."""
     arr = string_view_array(col, nulls=True)
     if arr is not None:
-        return (*_string_ids(col, arr), True)
+        return (*_string_ids(col, arr, numbering=numbering), True)
     coded = _row_codes(col)
     if coded is None:
         return None
@@ -291,10 +295,11 @@ def _local_ids(codes: np.ndarray, hashed: bool = False) -> tuple[np.ndarray, np.
                           lambda rows: len(sorted_unique(codes[rows])))
 
 
-def _string_ids(col: pl.Series, arr, decide_only: bool = False):
+def _string_ids(col: pl.Series, arr, decide_only: bool = False, numbering: tuple[str, float] | None = None):
     """:func:`_local_ids` of a String column ``col`` read from its Arrow ``string_view`` array ``arr``
     (:func:`kernels.keys.view_ids`: inline strings by their view words, longer ones hashed and
-    compared; nulls one key); ``decide_only``: only how they would be numbered (:func:`_numbering`)."""
+    compared; nulls one key); ``decide_only``: only how they would be numbered (:func:`_numbering`'s
+    answer), which ``numbering`` gives when the caller asked before."""
     views = view_words_of(arr)
     addrs = np.array([b.address for b in arr.buffers()[2:]] or [0], np.int64)  # arr holds the buffers
     if not col.null_count():
@@ -336,10 +341,11 @@ def _string_ids(col: pl.Series, arr, decide_only: bool = False):
         return first
 
     if decide_only:
-        return _numbering(len(col), distinct, True)[0]
+        return _numbering(len(col), distinct, True)
     return _ids_in_halves(len(col), np.empty(len(col), np.int64),
                           lambda a, b, out, size: view_ids(views[a:b], addrs, rows_of(nulls, slice(a, b)),
-                                                           key_table(size, width=3), 0, out), merge, distinct, shares)
+                                                           key_table(size, width=3), 0, out), merge, distinct, shares,
+                          numbering)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -348,12 +354,14 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct, shares=None) -> tuple[np.ndarray, np.ndarray]:
+def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct, shares=None,
+                   numbering: tuple[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(local, first)``: dense ids into ``local`` and the first rows, from a hash table.
 
     ``number(a, b, out, size)`` numbers rows ``[a, b)`` from an empty table for ``size`` keys into
     ``out`` and returns the first rows and the table. On two threads (:func:`_numbering` picks, from
-    a sample of the rows: ``distinct(rows)`` is how many distinct keys they hold), with few keys for
+    a sample of the rows: ``distinct(rows)`` is how many distinct keys they hold; ``numbering``: its
+    answer, when the caller has it), with few keys for
     the rows a long column is cut in two halves, each numbered with a table of its own; ``merge(rows,
     table, first, out)`` then looks the second half's distinct keys (its first ``rows``) up in the
     first half's ``table`` (keys ``first``) in order of first appearance (a key it did not see takes
@@ -361,7 +369,7 @@ def _ids_in_halves(n: int, local: np.ndarray, number, merge, distinct, shares=No
     given) numbers every row on both threads, each thread the keys of one half of the hash space in
     a table for ``size`` keys, and returns the first rows.
     """
-    how, keys = _numbering(n, distinct, shares is not None)
+    how, keys = numbering or _numbering(n, distinct, shares is not None)
     if how == "shares":
         return local, shares(local, _keys_in(keys, n) // 2)
     if how == "one":

@@ -381,11 +381,12 @@ class LinearStream(Partitions):
             self._n_batches += 1
             shared = self._lead_encoding(n_new)
             views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
-            if views is not None and len(halves) > 1 and not self.ids_in_threads(df):
-                # two threads (no shared encoding, no masks), the ids on one of them
-                pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, halves)
+            two = views is not None and len(halves) > 1  # two threads, no shared encoding, no masks
+            numbering = self.string_numbering(df) if two else None
+            if two and (numbering is None or numbering[0] == "one"):  # the ids on one of the threads
+                pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, halves, numbering)
             else:
-                pid = shared[1] if shared is not None else self.ids(df)
+                pid = shared[1] if shared is not None else self.ids(df, numbering)
                 cls, cls_prog, counts = self._codes(df, shared, views, pid, halves)
             if self.followed:
                 self._encoded = (self._n_batches, pid, cls, cls_prog, counts)
@@ -517,13 +518,15 @@ class LinearStream(Partitions):
             cls, cls_prog = self._classes(df)
         return cls, cls_prog, counts
 
-    def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, halves: list) -> tuple:
+    def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, halves: list,
+                          numbering: tuple[str, float] | None) -> tuple:
         """On two threads: the partition ids of ``df`` (:meth:`ids`, one serial pass) beside the type
         codes of its string ``views`` (in eight pieces, the threads take them as they come free), then
         the kept events per partition in halves. Returns ``(pid, cls, cls_prog, counts)``. Reading
         16-byte views is the longer step; with the codes and counts in one pass after the ids instead
         (:func:`view_codes_count`), the ids ran alone on one core (10^6 events, 100 or 10 000 keys, two
-        cores: 0.8-2.1 ms of 30-33 less, docs/performance-log.md, session 42)."""
+        cores: 0.8-2.1 ms of 30-33 less, docs/performance-log.md, session 42). ``numbering``: as
+        :meth:`ids` takes it."""
         n = len(df)
         cls = np.empty(n, np.int32)
         step = n // 8 + 1
@@ -532,7 +535,7 @@ class LinearStream(Partitions):
 
         def run(piece):
             if piece is None:
-                return self.ids(df)
+                return self.ids(df, numbering)
             K.view_codes(views[piece[0]:piece[1]], *vh, cls[piece[0]:piece[1]])
             return None
 

@@ -116,6 +116,22 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
     assert one.equals(many)
 
 
+@pytest.mark.parametrize("n_ids", [3, 250])  # (halves of the rows; one pass beside the codes)
+def test_string_ids_are_sampled_once_a_run(monkeypatch, n_ids):
+    """The linear path asks how a String key column is numbered (``string_numbering``, a sample of its
+    rows) to choose where the ids run, and ``ids`` takes that answer: one sample a run."""
+    monkeypatch.setenv("CEPVEC_NUM_THREADS", "2")
+    monkeypatch.setattr(threads, "MIN_EVENTS_PER_THREAD", 1)
+    monkeypatch.setattr(partitions, "CODED_IDS_FROM", 0)
+    asked = []
+    numbering = partitions._numbering
+    monkeypatch.setattr(partitions, "_numbering", lambda *a: asked.append(a[0]) or numbering(*a))
+    df = _events(3, 300, n_ids).with_columns(pl.format("user-{}", "id").alias("id"))
+    q = cepvec.compile("RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50")
+    run_engine(q, prepare(q, df), "aseq")
+    assert asked == [300]
+
+
 def test_split_ranges_balances_events(monkeypatch):
     monkeypatch.setenv("CEPVEC_NUM_THREADS", "3")
     monkeypatch.setattr(threads, "MIN_EVENTS_PER_THREAD", 10)

@@ -211,7 +211,7 @@ def test_the_streams_of_a_query_number_partitions_once(monkeypatch, types):
 
     numbered, typed = [], []
     ids, view_codes, lut_codes = Partitions.ids, K.view_codes_count, K.lut_codes_count
-    monkeypatch.setattr(Partitions, "ids", lambda self, df: numbered.append(len(df)) or ids(self, df))
+    monkeypatch.setattr(Partitions, "ids", lambda self, df, *a: numbered.append(len(df)) or ids(self, df, *a))
     monkeypatch.setattr(K, "view_codes_count", lambda *a: typed.append(len(a[0])) or view_codes(*a))
     monkeypatch.setattr(K, "lut_codes_count", lambda *a: typed.append(len(a[0])) or lut_codes(*a))
     df = _frame(3)

@@ -168,8 +168,9 @@ def test_only_plain_sequences_take_the_chain_loop():
 
 def test_chain_within_answers_each_program_set_afresh():
     """``chain_within`` keeps its answers by programs and start vector: programs of one length
-    asked in turn get their own bits (or None), and a caller that writes into the bits it got
-    changes no later answer."""
+    asked in turn get their own bits (or None), a caller that writes into the bits it got
+    changes no later answer, and ``chain_bits`` switched off is heeded whatever was asked before
+    (the answers kept while it was off are not given after)."""
     out = np.array([3])
     v0 = np.array([1, 0, 0, 0])
     seq = K.pack_programs([([(1, 0, -1)], set(), False), ([(2, 1, -1)], set(), False),
@@ -182,6 +183,9 @@ def test_chain_within_answers_each_program_set_afresh():
         assert linear_run.chain_within(K.MODE_SLIDE, seq, v0) is None
         assert linear_run.chain_within(K.MODE_WITHIN, seq, v0.astype(np.float64)) is None
         linear_run.chain_within(K.MODE_WITHIN, seq, v0)[:] = 0
+        with pytest.MonkeyPatch.context() as mp:  # the switch the references and asv baselines use
+            mp.setattr(linear_run, "chain_bits", lambda PT, v0: None)
+            assert linear_run.chain_within(K.MODE_WITHIN, seq, v0) is None
 
 
 @pytest.mark.parametrize("tie", [1, 2, 4])

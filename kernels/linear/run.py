@@ -115,7 +115,10 @@ def chain_within(mode, PT, v0) -> np.ndarray | None:
     orders ties: that loop takes them in any order."""
     if mode != MODE_WITHIN or v0.dtype != np.int64:
         return None
-    key = (PT.tobytes(), v0.tobytes())  # a run asks once per range of segments: the answer of the first
+    # a run asks once per range of segments: the answer of the first. The key names the deciding
+    # function too, so that a caller (a test's reference, an asv baseline) that switches the chain
+    # loop off by replacing ``chain_bits`` gets its own answers, never ones kept before
+    key = (chain_bits, PT.tobytes(), v0.tobytes())
     bits = _CHAIN_BITS.get(key, _CHAIN_BITS)  # (the dict itself: not asked before; threads may ask at once)
     if bits is _CHAIN_BITS:
         bits = chain_bits(PT, v0) if _all_inverse(PT) else None

@@ -95,8 +95,8 @@ def test_match_kernel_refusals():
         cepvec.kernel(Q, schema, output="rows")
 
 
-@pytest.mark.spark
-@pytest.mark.parametrize("strategy", ["skip_till_any_match", "strict_contiguity"])
+@pytest.mark.spark  # the strategy is in the query text: Spark runs either the same way (the other with --slow)
+@pytest.mark.parametrize("strategy", ["skip_till_any_match", pytest.param("strict_contiguity", marks=pytest.mark.slow)])
 def test_matches_on_spark_equal_local(spark, strategy):
     from tests.test_match_engine import with_strategy
 

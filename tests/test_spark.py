@@ -26,6 +26,7 @@ from cepvec.generators import sequence_abcd, stock_trades, traffic  # noqa: E402
 from cepvec.spark_adapter import partition_plan  # noqa: E402
 
 from .conftest import load_shared_cases  # noqa: E402
+from .strategies import SLOW  # noqa: E402
 from .test_cases import _as_polars, _time_unit, assert_rows_equal  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore::cepvec.errors.CepvecWarning")]
@@ -303,29 +304,36 @@ def _raises_in_worker(df, k, cls, *fragments):
         assert f in msg, msg
 
 
-@pytest.mark.parametrize("text", [USER_QUERY, KEYLESS])
+# Each failed task costs Spark new Python workers (about 1 CPU-s each: cepvec imported, its kernels
+# loaded), so the default profile fails each check of the kernel's input once; the variants that take a
+# check already failed (a keyless query, a user's own repartition, a shuffle by another key) run with --slow.
+_VARIANT = [pytest.mark.slow]
+
+
+@pytest.mark.parametrize("text", [USER_QUERY, pytest.param(KEYLESS, marks=_VARIANT)])
 def test_skipping_the_partition_step_raises(frames, text):
     df = frames["abcd"]
     k = cepvec.kernel(text, df.schema)
     assert df.rdd.getNumPartitions() > 1
     _raises_in_worker(df, k, cepvec.CepvecPlanError, NOT_LAID_OUT, "cepvec.partition(q, df).mapInArrow(k, k.schema)")
-    if text == KEYLESS:  # the variants below take the same check (a failed task costs a new Python worker)
+    if text == KEYLESS:
         return
-    # the user's own repartition and sort are not enough: the kernel cannot check them
-    _raises_in_worker(df.repartition("id").sortWithinPartitions("id", "time"), k, cepvec.CepvecPlanError,
-                      NOT_LAID_OUT)
+    if SLOW:  # the user's own repartition and sort are not enough: the kernel cannot check them
+        _raises_in_worker(df.repartition("id").sortWithinPartitions("id", "time"), k, cepvec.CepvecPlanError,
+                          NOT_LAID_OUT)
     # the short form without a schema, straight on the DataFrame (it gave 2 partial rows before the checks)
     _raises_in_worker(df, cepvec.kernel(text), cepvec.CepvecPlanError, NOT_LAID_OUT)
 
 
-@pytest.mark.parametrize("text", [USER_QUERY, KEYLESS])
+@pytest.mark.parametrize("text", [USER_QUERY, pytest.param(KEYLESS, marks=_VARIANT)])
 def test_a_shuffle_after_partition_raises(frames, text):
     df = frames["abcd"]
     k = cepvec.kernel(text, df.schema)
     laid_out = cepvec.partition(text, df)
     # several partitions (a keyless query's one partition spread over 3)
     _raises_in_worker(laid_out.repartition(3), k, cepvec.CepvecPlanError, MOVED)
-    _raises_in_worker(laid_out.repartition(4, "type"), k, cepvec.CepvecPlanError, MOVED)  # wrong key
+    if SLOW:
+        _raises_in_worker(laid_out.repartition(4, "type"), k, cepvec.CepvecPlanError, MOVED)  # wrong key
     if text == USER_QUERY:  # 4 partitions into 1
         _raises_in_worker(laid_out.coalesce(1), k, cepvec.CepvecPlanError, MOVED, "rows tagged for Spark partition 0..")
 

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import cepvec
+from cepvec import arrow_kernel
 from cepvec.arrow_kernel import Kernel, process_batches
 from cepvec.registry import choose
 from cepvec.errors import CepvecDataError, CepvecError
@@ -216,21 +217,67 @@ def query_stream_cuts(draw):
 
 
 @settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(query_stream_cuts())
-def test_batch_split_invariance(args):
+@given(query_stream_cuts(), st.sampled_from([0, 1, 3, arrow_kernel.COALESCE_ROWS]))
+def test_batch_split_invariance(args, coalesce_rows):
+    """A kernel call gives ``cepvec.run``'s rows however its input is cut into batches, GROUP-BY values run
+    one by one, a few together or all together (``COALESCE_ROWS``)."""
     text, df, cuts = args
     q = cepvec.compile(text)
     try:
         want = cepvec.run(q, df)
     except CepvecError as e:  # e.g. overflow: the kernel must fail the same way
-        with pytest.raises(type(e)):
+        with pytest.raises(type(e)), pytest.MonkeyPatch.context() as mp:
+            mp.setattr(arrow_kernel, "COALESCE_ROWS", coalesce_rows)
             run_kernel(q, df, cuts=cuts)
         return
-    whole = run_kernel(q, df, cuts=[])
-    split = run_kernel(q, df, cuts=cuts)
-    context = f"query: {text}\ncuts: {sorted(cuts)}\nstream (type, time, id, x, v): {df.rows()}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(arrow_kernel, "COALESCE_ROWS", coalesce_rows)
+        whole = run_kernel(q, df, cuts=[])
+        split = run_kernel(q, df, cuts=cuts)
+    context = (f"query: {text}\ncuts: {sorted(cuts)}\nCOALESCE_ROWS: {coalesce_rows}\n"
+               f"stream (type, time, id, x, v): {df.rows()}")
     assert_same(whole, want, "one batch vs cepvec.run\n" + context)
     assert_same(split, whole, "cut vs one batch\n" + context)
+
+
+@pytest.mark.parametrize("coalesce_rows", [0, 40, 150, 10**9])
+@pytest.mark.parametrize("text", [
+    "RETURN id, COUNT(*), SUM(B.x), AVG(C.v) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 12 SLIDE 4",
+    "RETURN id, COUNT(*), MAX(A.x) PATTERN (SEQ(A+, B))+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 25",
+])
+def test_group_values_run_together_up_to_coalesce_rows(monkeypatch, text, coalesce_rows):
+    """``order="group"``: consecutive GROUP-BY values run as one engine run until their rows reach
+    ``COALESCE_ROWS``; a value with more rows than that runs alone, streamed. Twelve values in
+    descending order, the first a third of the rows, batches of 37 rows: ``cepvec.run``'s rows, and
+    as many engine runs as the threshold allows (one for all, one per value, or in between)."""
+    monkeypatch.setattr(arrow_kernel, "COALESCE_ROWS", coalesce_rows)
+    q = cepvec.compile(text)
+    df = sequence_abcd(n_events=900, seed=5, n_ids=11, max_gap=2)
+    df = df.with_columns(id=pl.when(pl.col("x") % 3 == 0).then(11).otherwise("id"))
+    df = df.sort("id", "time", descending=[True, False], maintain_order=True)
+    sizes = df.group_by("id", maintain_order=True).len()["len"].to_list()
+    assert len(sizes) == 12 and sizes[0] > 3 * max(sizes[1:])
+    want = cepvec.run(q, df)
+    assert len(want)
+    opened = []
+    choice = choose(q)
+    monkeypatch.setattr(type(choice), "open", lambda self, *a, **kw: opened.append(1) or choice_open(self, *a, **kw))
+    got = collect(cepvec.kernel(q, df.to_arrow().schema), df.to_arrow().to_batches(max_chunksize=37))
+    assert_same(got.sort(got.columns, nulls_last=True), want.sort(want.columns, nulls_last=True), text)
+    runs, held = 0, 0  # the runs the rule above makes
+    for n in sizes:
+        if n > coalesce_rows:
+            runs, held = runs + (held > 0) + 1, 0
+        elif held >= coalesce_rows:
+            runs, held = runs + 1, n
+        else:
+            held += n
+    runs += held > 0
+    assert len(opened) == runs, (sizes, coalesce_rows)
+    assert runs == {0: 12, 40: 12, 10**9: 1}.get(coalesce_rows, runs) and (coalesce_rows != 150 or 2 < runs < 12)
+
+
+choice_open = type(choose(cepvec.compile(ABCD_QUERIES[1]))).open  # (before a test replaces it)
 
 
 # --------------------------------------------------------------------------- schema

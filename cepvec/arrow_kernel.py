@@ -64,10 +64,13 @@ BLOCK_SPAN_WINDOWS = 32
 # partition id each row was placed in, and a fingerprint of the partitioning (query, strategy, block).
 # A task whose rows carry another partition id, or no tag, was fed input that skipped or undid the
 # partitioning step; it raises instead of returning a partial answer (docs/spark.md).
-#: ``order="group"`` without window replication: consecutive GROUP-BY values whose rows add up to at most
-#: this many run as one engine run, their rows in time order (what ``order="time"`` runs; the engines keep
-#: groups apart). An engine run's set-up costs 1-2 ms, which one run per value paid for each: 10^4 values
-#: of 100 events each took 19 s against 0.2 s in one run. A value with more rows runs alone, streamed.
+#: Rows a kernel call gathers before an engine takes them. An engine run's set-up costs 1-2 ms and each
+#: push some 0.5-1.5 ms of Polars and NumPy calls around the kernels, so (1) with ``order="group"`` and
+#: no window replication, consecutive GROUP-BY values whose rows add up to at most this many run as one
+#: engine run, their rows in time order (what ``order="time"`` runs; the engines keep groups apart): one
+#: run per value took 19 s for 10^4 values of 100 events, against 0.2 s in one run; a value with more rows
+#: runs alone; (2) a run is pushed pieces of about this many rows, not each batch (Spark's batches hold
+#: 10^4 rows). Results do not depend on it (tests/test_arrow_kernel.py).
 COALESCE_ROWS = 1 << 17
 
 PART_COL = "__cepvec_part"
@@ -392,7 +395,22 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
         if cur is None:
             return []
         run, cur = cur, None
+        push(run, take_held((len(held), 0)))
         return close_run(run, cur_prep, (cur_key[-1] * block, block) if block_col is not None else None)
+
+    def push(run, part: list[list], in_time_order: bool = False) -> None:
+        """``run.push`` of held rows ``part`` (``take_held``) in one piece; ``in_time_order``: rows of several
+        GROUP-BY values, put in time order (each value's rows keep their order; values interleave)."""
+        if not part:
+            return
+        t = np.concatenate([times[lo:hi] for _, times, lo, hi in part]) if len(part) > 1 else \
+            part[0][1][part[0][2]:part[0][3]]
+        rows = pl.concat([df[lo:hi] for df, _, lo, hi in part], rechunk=True) if len(part) > 1 else \
+            part[0][0][part[0][2]:part[0][3]]
+        if in_time_order:
+            order = np.argsort(t, kind="stable")
+            rows, t = rows[order], t[order]
+        run.push(rows, t)
 
     def take_held(upto: tuple[int, int]) -> list[list]:
         """The held rows before ``upto = (entry, row)``, taken out of ``held``."""
@@ -407,11 +425,8 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
         """One engine run over whole GROUP-BY values (``take_held``), in time order."""
         if not part:
             return []
-        t = np.concatenate([times[lo:hi] for _, times, lo, hi in part])
-        order = np.argsort(t, kind="stable")  # each value's rows keep their order; values interleave
-        rows = pl.concat([df[lo:hi] for df, _, lo, hi in part], rechunk=True)[order]
         run = open_run(*held_run)
-        run.push(rows, t[order])
+        push(run, part, in_time_order=True)
         return close_run(run, held_run[1], None)
 
     n_seen = 0
@@ -430,11 +445,16 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
         if group:
             run_id = df.select(pl.struct(group).rle_id()).to_series().to_numpy()
             starts = np.flatnonzero(np.diff(run_id, prepend=-1))
+            keys = df.select(group)[starts].rows()
         else:
-            starts = np.array([0])
-        bounds = list(starts) + [len(df)]
-        for a, b in zip(bounds, bounds[1:]):
-            key = tuple(df.row(a, named=True)[g] for g in group) if group else ()
+            starts, keys = np.array([0]), [()]
+        bounds = [*starts.tolist(), len(df)]
+        # the first row earlier than the row before it in its group (a row that starts a group may be)
+        back = np.flatnonzero(np.diff(times) < 0) + 1
+        back = back[~np.isin(back, starts)] if len(starts) > 1 else back
+        first_back = int(back[0]) if len(back) else len(df)
+        batch_run = None  # (schema, Prepared) of a run that starts in this batch
+        for a, b, key in zip(bounds, bounds[1:], keys):
             key = tuple(("NaN",) if isinstance(v, float) and v != v else v for v in key)
             if cur_key is None or key != cur_key:
                 for out in flush():
@@ -447,8 +467,10 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
                 seen_groups.add(key)
                 cur_key = key
                 last_time = None
-                val_run = (k.input_schema if k.typed else df.schema,
-                           Prepared(df.head(0), prep.times.head(0), prep.unit, prep.time_dtype, prep.w, prep.s))
+                if batch_run is None:
+                    batch_run = (k.input_schema if k.typed else df.schema,
+                                 Prepared(df.head(0), prep.times.head(0), prep.unit, prep.time_dtype, prep.w, prep.s))
+                val_run = batch_run
                 if coalesce:  # held back until the held values reach COALESCE_ROWS (or this one does)
                     if n_held >= COALESCE_ROWS:
                         for out in run_held(take_held((len(held), 0))):
@@ -461,33 +483,31 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
                     cur = open_run(val_run[0], prep)
                     cur_prep = val_run[1]
             seg_t = times[a:b]
-            back = np.diff(seg_t) < 0
-            if len(seg_t) and ((last_time is not None and seg_t[0] < last_time) or back.any()):
-                # the first row that is earlier than the row before it
-                bad = a if (last_time is not None and seg_t[0] < last_time) else a + int(np.argmax(back)) + 1
+            if (last_time is not None and seg_t[0] < last_time) or a <= first_back < b:
+                bad = a if (last_time is not None and seg_t[0] < last_time) else first_back
                 raise CepvecDataError(
                     f"input is not ordered by time within group {dict(zip(group, key)) or '(all)'}: row "
                     f"{n_seen + bad} goes back in time; {fix_time}")
-            last_time = int(seg_t[-1]) if len(seg_t) else last_time
-            if cur is not None:
-                cur.push(prep.df[a:b], seg_t)
-                continue
+            last_time = int(seg_t[-1])
             if held and held[-1][0] is prep.df and held[-1][3] == a:  # the batch's rows go on
                 held[-1][3] = b
             else:
                 held.append([prep.df, times, a, b])
+            n_held += b - a
+            if cur is not None:  # an open run: pushed a piece at a time
+                if n_held >= COALESCE_ROWS:
+                    push(cur, take_held((len(held), 0)))
+                continue
             if val_at is None:
                 val_at = (len(held) - 1, a)
-            n_held += b - a
             val_rows += b - a
-            if val_rows > COALESCE_ROWS:  # a large value: the ones before it run, it runs alone, streamed
+            if val_rows > COALESCE_ROWS:  # a large value: the ones before it run, it runs alone
                 for out in run_held(take_held(val_at)):
                     n_out += 1
                     yield out
                 cur = open_run(*val_run)
                 cur_prep = val_run[1]
-                for rows, t, lo, hi in take_held((len(held), 0)):
-                    cur.push(rows[lo:hi], t[lo:hi])
+                push(cur, take_held((len(held), 0)))
         n_seen += len(df)
     for out in [*flush(), *run_held(take_held((len(held), 0)))]:
         n_out += 1

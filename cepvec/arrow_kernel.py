@@ -14,7 +14,12 @@ Input contract (per call, i.e. per Spark partition):
 
 A run may span batches and a batch may hold many runs; state is carried
 across batches and each run is flushed when the next one starts or the input
-ends. Unordered input raises :class:`CepvecDataError` naming the rows.
+ends. Consecutive GROUP-BY values run together, their rows in time order,
+until they reach :data:`COALESCE_ROWS` rows (an engine run's set-up costs
+1-2 ms; the engines keep the values apart); a value with more rows runs
+alone, and a run takes its rows in pieces of about that many. The output
+comes per run: within a run of several values, in ``cepvec.run``'s order.
+Unordered input raises :class:`CepvecDataError` naming the rows.
 
 Window replication (``Kernel.block_col``, used by ``cepvec.run`` on Spark for
 SLIDE queries without GROUP-BY). Windows are numbered ``k >= 0`` (window ``k``
@@ -353,9 +358,11 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
 
     ``k`` is a :class:`Kernel` (or a kernel with the same layout fields), ``q`` the query whose type and
     time columns and GROUP-BY order the rows. Each run key (a GROUP-BY value or window block, or the whole
-    call with ``order="time"``) gets ``open_run(schema, prep)``; its batches go to ``run.push(df, times)``;
-    when the next key starts or the input ends, ``close_run(run, prep, block)`` gives its result batches
-    (``block``: ``(first window, windows)`` to keep under window replication, else None).
+    call with ``order="time"``) gets ``open_run(schema, prep)``; its rows go to ``run.push(df, times)`` in
+    pieces of about :data:`COALESCE_ROWS`; when the next key starts or the input ends, ``close_run(run, prep,
+    block)`` gives its result batches (``block``: ``(first window, windows)`` to keep under window
+    replication, else None). Consecutive GROUP-BY values without window blocks share a run up to
+    :data:`COALESCE_ROWS` rows, pushed once in time order.
     """
     batches, layout = _check_tags(batches, k, q)
     order, block_col, block = k.order, k.block_col, k.window_block

@@ -76,7 +76,7 @@ BLOCK_SPAN_WINDOWS = 32
 #: run per value took 19 s for 10^4 values of 100 events, against 0.2 s in one run; a value with more rows
 #: runs alone; (2) a run is pushed pieces of about this many rows, not each batch (Spark's batches hold
 #: 10^4 rows). Results do not depend on it (tests/test_arrow_kernel.py).
-COALESCE_ROWS = 1 << 17
+COALESCE_ROWS = 1 << 19
 
 PART_COL = "__cepvec_part"
 PLAN_COL = "__cepvec_plan"
@@ -438,10 +438,8 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
 
     n_seen = 0
     n_out = 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        df = pl.from_arrow(batch)
+    for part in _gathered(batches, COALESCE_ROWS):
+        df = pl.from_arrow(pa.Table.from_batches(part) if len(part) > 1 else part[0], rechunk=True)
         if not isinstance(df, pl.DataFrame):
             df = df.to_frame()
         if k.typed:  # schema-less kernels read the batch's own types; only the output is converted
@@ -522,6 +520,27 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
     if n_out == 0 and n_seen == 0:
         # an empty partition gives one empty batch of the output schema
         yield pa.RecordBatch.from_arrays([pa.array([], f.type) for f in out_schema], schema=out_schema)
+
+
+def _gathered(batches, rows: int):
+    """Lists of consecutive non-empty batches of one schema with at least ``rows`` rows each (the last may
+    have fewer): a kernel converts, checks and pushes each list at once (a 10^4-row batch at a time, those
+    steps cost some 1 ms each batch)."""
+    part: list[pa.RecordBatch] = []
+    n = 0
+    for b in batches:
+        if not b.num_rows:
+            continue
+        if part and b.schema != part[0].schema:
+            yield part
+            part, n = [], 0
+        part.append(b)
+        n += b.num_rows
+        if n >= rows:
+            yield part
+            part, n = [], 0
+    if part:
+        yield part
 
 
 def _check_tags(batches, k: Kernel, q: Query):

@@ -277,6 +277,27 @@ def test_group_values_run_together_up_to_coalesce_rows(monkeypatch, text, coales
     assert runs == {0: 12, 40: 12, 10**9: 1}.get(coalesce_rows, runs) and (coalesce_rows != 150 or 2 < runs < 12)
 
 
+@pytest.mark.parametrize("coalesce_rows", [0, 10**9])
+def test_batches_of_other_schemas_in_one_call(monkeypatch, coalesce_rows):
+    """A call whose batches differ in schema (the type column as ``string``, then ``large_string``, then
+    ``string_view``; the second without nulls allowed): gathered into runs only with batches of their
+    own schema, the rows of ``cepvec.run``."""
+    monkeypatch.setattr(arrow_kernel, "COALESCE_ROWS", coalesce_rows)
+    text = ABCD_QUERIES[1]
+    q = cepvec.compile(text)
+    table = kernel_order(q, ABCD).select("type", "time", "id", "x", "v").to_arrow()
+    pieces = [table.slice(0, 200), table.slice(200, 200), table.slice(400)]
+    batches = []
+    for piece, ty in zip(pieces, [pa.string(), pa.large_string(), pa.string_view()]):
+        schema = pa.schema([pa.field(f.name, ty if f.name == "type" else f.type, nullable=ty != pa.large_string())
+                            for f in piece.schema])
+        batches += piece.cast(schema).to_batches()
+    assert len({b.schema for b in batches}) == 3
+    got = collect(cepvec.kernel(text), batches)  # (a schema-less kernel declares String keys, Float64 sums)
+    want = cepvec.run(text, ABCD)
+    assert_same(got, want.cast(got.schema), text)
+
+
 choice_open = type(choose(cepvec.compile(ABCD_QUERIES[1]))).open  # (before a test replaces it)
 
 

@@ -33,6 +33,8 @@ class Kernel:
     def setup(self, path, n_groups, data, order):
         if n_groups == 1 and data == "zipf":
             raise NotImplementedError("one value: the uniform case")
+        if n_groups == 1 and path == "trend":  # (its count leaves int64: CepvecOverflowError, as it should)
+            raise NotImplementedError("the trends of one value of 10^6 events overflow int64")
         text, n = QUERIES[path]
         self.query = cepvec.compile(text)
         ev = events(n, n_groups, data, "ABCD" if path == "aseq_1e6" else "A")

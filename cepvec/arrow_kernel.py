@@ -65,19 +65,20 @@ from cepvec.plan.ir import Query
 # fewer blocks, hence tasks, per data set.
 BLOCK_SPAN_WINDOWS = 32
 
+#: Rows a kernel call gathers before an engine takes them. An engine run's set-up costs 1-2 ms, and each
+#: batch some 1 ms of Polars and NumPy calls around the kernels (conversion, checks, push). So (1) with
+#: ``order="group"`` and no window replication, consecutive GROUP-BY values whose rows add up to at most
+#: this many run as one engine run, their rows in time order (what ``order="time"`` runs; the engines
+#: keep groups apart): one run per value took 19 s for 10^4 values of 100 events, against 0.2 s in one
+#: run; a value with more rows runs alone; (2) consecutive batches of one schema are converted, checked
+#: and pushed together up to this many rows (Spark's batches hold 10^4 rows). Results do not depend on
+#: it (tests/test_arrow_kernel.py).
+COALESCE_ROWS = 1 << 19
+
 # Partition tags (written by cepvec.partition, checked by the kernel in every Spark task): the Spark
 # partition id each row was placed in, and a fingerprint of the partitioning (query, strategy, block).
 # A task whose rows carry another partition id, or no tag, was fed input that skipped or undid the
 # partitioning step; it raises instead of returning a partial answer (docs/spark.md).
-#: Rows a kernel call gathers before an engine takes them. An engine run's set-up costs 1-2 ms and each
-#: push some 0.5-1.5 ms of Polars and NumPy calls around the kernels, so (1) with ``order="group"`` and
-#: no window replication, consecutive GROUP-BY values whose rows add up to at most this many run as one
-#: engine run, their rows in time order (what ``order="time"`` runs; the engines keep groups apart): one
-#: run per value took 19 s for 10^4 values of 100 events, against 0.2 s in one run; a value with more rows
-#: runs alone; (2) a run is pushed pieces of about this many rows, not each batch (Spark's batches hold
-#: 10^4 rows). Results do not depend on it (tests/test_arrow_kernel.py).
-COALESCE_ROWS = 1 << 19
-
 PART_COL = "__cepvec_part"
 PLAN_COL = "__cepvec_plan"
 BLOCK_COL = "__cepvec_block"  # block id j of a replicated event (windows j*B .. j*B + B - 1)
@@ -410,7 +411,7 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
         GROUP-BY values, put in time order (each value's rows keep their order; values interleave)."""
         if not part:
             return
-        t = np.concatenate([times[lo:hi] for _, times, lo, hi in part]) if len(part) > 1 else \
+        t = np.concatenate([t_all[lo:hi] for _, t_all, lo, hi in part]) if len(part) > 1 else \
             part[0][1][part[0][2]:part[0][3]]
         rows = pl.concat([df[lo:hi] for df, _, lo, hi in part], rechunk=True) if len(part) > 1 else \
             part[0][0][part[0][2]:part[0][3]]
@@ -485,7 +486,7 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
                         held_run = val_run
                     val_at, val_rows = None, 0
                 else:
-                    cur = open_run(val_run[0], prep)
+                    cur = open_run(*val_run)
                     cur_prep = val_run[1]
             seg_t = times[a:b]
             if (last_time is not None and seg_t[0] < last_time) or a <= first_back < b:

@@ -3,7 +3,8 @@
 10^6 events in batches of 10 000 rows (Spark's ``maxRecordsPerBatch`` default), one GROUP-BY
 value (more rows than ``COALESCE_ROWS``: it runs alone, streamed) or 100 or 10 000 values drawn
 uniformly or by Zipf (one value a quarter of the rows), the A-Seq and the Fenwick trend query of
-``threads.py``. Two input orders:
+``threads.py``, the type column a String (Arrow ``string_view``) or a Categorical (an Arrow
+dictionary). Two input orders:
 
 * ``group``: rows by (GROUP-BY value, time), a hand-written pipeline's layout; the kernel runs
   consecutive values together up to ``arrow_kernel.COALESCE_ROWS`` rows;
@@ -17,6 +18,8 @@ per value (``COALESCE_ROWS = 0``), what the kernel did before values ran togethe
 
 from __future__ import annotations
 
+import polars as pl
+
 import cepvec
 from cepvec import arrow_kernel
 
@@ -26,11 +29,12 @@ BATCH_ROWS = 10_000
 
 
 class Kernel:
-    params = [["aseq_1e6", "trend"], [1, 100, 10_000], ["uniform", "zipf"], ["group", "time"]]
-    param_names = ["path", "n_groups", "data", "order"]
+    params = [["aseq_1e6", "trend"], [1, 100, 10_000], ["uniform", "zipf"], ["group", "time"],
+              ["string", "categorical"]]
+    param_names = ["path", "n_groups", "data", "order", "types"]
     timeout = 600
 
-    def setup(self, path, n_groups, data, order):
+    def setup(self, path, n_groups, data, order, types="string"):
         if n_groups == 1 and data == "zipf":
             raise NotImplementedError("one value: the uniform case")
         if n_groups == 1 and path == "trend":  # (its count leaves int64: CepvecOverflowError, as it should)
@@ -38,6 +42,8 @@ class Kernel:
         text, n = QUERIES[path]
         self.query = cepvec.compile(text)
         ev = events(n, n_groups, data, "ABCD" if path == "aseq_1e6" else "A")
+        if types == "categorical":
+            ev = ev.with_columns(pl.col("type").cast(pl.Categorical))
         self.events = ev.sort(["id", "time"] if order == "group" else ["time"], maintain_order=True)
         table = self.events.to_arrow()
         self.batches = table.to_batches(max_chunksize=BATCH_ROWS)
@@ -45,18 +51,19 @@ class Kernel:
         list(self.kernel(iter(self.batches[:3])))  # compiled / loaded
         cepvec.run(self.query, self.events[:2000])
 
-    def time_kernel(self, path, n_groups, data, order):
+    def time_kernel(self, path, n_groups, data, order, types="string"):
         for _ in self.kernel(iter(self.batches)):
             pass
 
-    def time_local_run(self, path, n_groups, data, order):
+    def time_local_run(self, path, n_groups, data, order, types="string"):
         cepvec.run(self.query, self.events)
 
 
 class KernelPerValue(Kernel):
     params = [["aseq_1e6", "trend"], [100, 1_000], ["uniform", "zipf"], ["group"]]
+    param_names = ["path", "n_groups", "data", "order"]
 
-    def time_kernel(self, path, n_groups, data, order):
+    def time_kernel(self, path, n_groups, data, order, types="string"):
         old, arrow_kernel.COALESCE_ROWS = arrow_kernel.COALESCE_ROWS, 0
         try:
             super().time_kernel(path, n_groups, data, order)

@@ -252,7 +252,8 @@ def test_greta_q1_small(seed, w, s):
 
 
 def test_greta_q1_variants_small():
-    df = stock_trades(n_events=120, seed=5, n_companies=2, n_sectors=1)
+    # (100 events: 177 to 12 984 trends per query; 120 took the reference five times as long)
+    df = stock_trades(n_events=100, seed=5, n_companies=2, n_sectors=1)
     for pred in ("S.price * 1.05 < NEXT(S).price", "S.price < NEXT(S).price * 0.99 + 1",
                  "S.price >= NEXT(S).price", "S.volume <= NEXT(S).volume"):
         text = (f"RETURN sector, COUNT(*), SUM(S.volume), AVG(S.price) PATTERN Stock S+ WHERE [company, sector] "
@@ -260,7 +261,7 @@ def test_greta_q1_variants_small():
         q = cepvec.compile(text)
         want = _rows(cepvec.run(q, df, engine="reference"))
         got = _rows(cepvec.run(q, df))
-        assert rows_differ(got, want) is None, text
+        assert want and rows_differ(got, want) is None, text
 
 
 def test_greta_q1_no_window_small():

@@ -444,8 +444,9 @@ def kernel(query, schema=None, *, type_col: str = "type", time_col: str = "time"
     order : "group" or "time"
         Outside Spark only (plain pyarrow iterators, untagged input): how each
         call's rows are sorted: ``"group"``, by (GROUP-BY attributes, time),
-        one engine run per GROUP-BY value; ``"time"``, by time alone. Input
-        laid out by :func:`partition` carries its own layout.
+        consecutive values run together up to ``arrow_kernel.COALESCE_ROWS``
+        rows (a larger value alone); ``"time"``, by time alone, one engine run
+        per call. Input laid out by :func:`partition` carries its own layout.
     window_block : int, optional
         As given to :func:`partition` (SLIDE without GROUP-BY).
     output : {"aggregates", "matches"}

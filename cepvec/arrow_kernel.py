@@ -156,8 +156,8 @@ class Kernel:
     # of block j keeps windows j*B .. j*B + B - 1
     block_col: str | None = None
     window_block: int = 1
-    # "group": rows ordered by (GROUP-BY, time), one engine run per GROUP-BY value; "time": rows
-    # ordered by time alone, one engine run per call (the engines group internally)
+    # "group": rows ordered by (GROUP-BY, time), values run together up to COALESCE_ROWS rows (a larger
+    # one alone); "time": rows ordered by time alone, one engine run per call (the engines group internally)
     order: str = "group"
     # Spark: fingerprint of the partitioning (plan_fingerprint) and how tagged input is ordered
     plan_tag: int | None = None
@@ -370,7 +370,8 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
     if layout is not None:  # laid out by cepvec.partition: its order and window blocks
         order, block = layout
         block_col = BLOCK_COL if block else None
-    # run key: one engine run per GROUP-BY value (and block of window ids), or per call (order="time")
+    # run key: a GROUP-BY value (values run together, see COALESCE_ROWS) and block of window ids (one
+    # engine run each), or the whole call (order="time")
     group = list(q.group_by) if order == "group" else []
     order_text = ", ".join(group + [q.time_col])
     if block_col is not None:

@@ -412,10 +412,12 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
         GROUP-BY values, put in time order (each value's rows keep their order; values interleave)."""
         if not part:
             return
-        t = np.concatenate([t_all[lo:hi] for _, t_all, lo, hi in part]) if len(part) > 1 else \
-            part[0][1][part[0][2]:part[0][3]]
-        rows = pl.concat([df[lo:hi] for df, _, lo, hi in part], rechunk=True) if len(part) > 1 else \
-            part[0][0][part[0][2]:part[0][3]]
+        if len(part) == 1:
+            rows, t_all, lo, hi = part[0]
+            rows, t = rows[lo:hi], t_all[lo:hi]
+        else:  # (an untyped kernel's batches may differ in dtypes: their common supertype)
+            t = np.concatenate([t_all[lo:hi] for _, t_all, lo, hi in part])
+            rows = pl.concat([df[lo:hi] for df, _, lo, hi in part], how="vertical_relaxed", rechunk=True)
         if in_time_order:
             order = np.argsort(t, kind="stable")
             rows, t = rows[order], t[order]

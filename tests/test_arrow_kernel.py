@@ -280,8 +280,8 @@ def test_group_values_run_together_up_to_coalesce_rows(monkeypatch, text, coales
 @pytest.mark.parametrize("coalesce_rows", [0, 10**9])
 def test_batches_of_other_schemas_in_one_call(monkeypatch, coalesce_rows):
     """A call whose batches differ in schema (the type column as ``string``, then ``large_string``, then
-    ``string_view``; the second without nulls allowed): gathered into runs only with batches of their
-    own schema, the rows of ``cepvec.run``."""
+    ``string_view``; the second without nulls allowed and ``x`` as int32): gathered only with batches of
+    their own schema, the values of one run in their common types, the rows of ``cepvec.run``."""
     monkeypatch.setattr(arrow_kernel, "COALESCE_ROWS", coalesce_rows)
     text = ABCD_QUERIES[1]
     q = cepvec.compile(text)
@@ -289,8 +289,9 @@ def test_batches_of_other_schemas_in_one_call(monkeypatch, coalesce_rows):
     pieces = [table.slice(0, 200), table.slice(200, 200), table.slice(400)]
     batches = []
     for piece, ty in zip(pieces, [pa.string(), pa.large_string(), pa.string_view()]):
-        schema = pa.schema([pa.field(f.name, ty if f.name == "type" else f.type, nullable=ty != pa.large_string())
-                            for f in piece.schema])
+        narrow = ty == pa.large_string()
+        schema = pa.schema([pa.field(f.name, ty if f.name == "type" else pa.int32() if f.name == "x" and narrow
+                                     else f.type, nullable=not narrow) for f in piece.schema])
         batches += piece.cast(schema).to_batches()
     assert len({b.schema for b in batches}) == 3
     got = collect(cepvec.kernel(text), batches)  # (a schema-less kernel declares String keys, Float64 sums)

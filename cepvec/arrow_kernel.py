@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from cepvec.errors import CepvecDataError, CepvecPlanError, CepvecTypeError
+from cepvec.runtime.output import int_order
 from cepvec.runtime.prepare import UNIT_NS, Prepared, duration_to_units, output_schema, prepare, time_values_to_output
 from cepvec.plan.compile import compile_query
 from cepvec.plan.ir import Query
@@ -418,8 +419,10 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
         else:  # (an untyped kernel's batches may differ in dtypes: their common supertype)
             t = np.concatenate([t_all[lo:hi] for _, t_all, lo, hi in part])
             rows = pl.concat([df[lo:hi] for df, _, lo, hi in part], how="vertical_relaxed", rechunk=True)
-        if in_time_order:
-            order = np.argsort(t, kind="stable")
+        if in_time_order:  # (a SIMD sort of (time, row) packed in int64: 6-9 ms at 2^19 rows, NumPy's
+            # stable argsort of the values' runs 7-45 ms)
+            order = int_order(pl.Series(t))
+            order = np.argsort(t, kind="stable") if order is None else order
             rows, t = rows[order], t[order]
         run.push(rows, t)
 

@@ -129,7 +129,7 @@ def test_the_chain_loop_agrees_with_the_inverse_loop(pattern, events, w, cuts, r
     none = np.zeros(n_seg, np.int64)
     args = (np.zeros(0, np.int64), np.int64(0), t, prog, ev_w, PT, v0, np.array([k]))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(linear_run, "chain_bits", lambda PT, v0: None)
+        mp.setattr(linear_run, "CHAIN_LOOP", False)
         linear_run.run_segments(K.MODE_WITHIN, w, 1, True, seg_lo, seg_hi, seg_pid, seg_replay, none, none, *args,
                                 X_ref, np.zeros(n_seg, np.int64), np.zeros(3, np.int64))
     shuffled = prog.copy()
@@ -169,7 +169,7 @@ def test_only_plain_sequences_take_the_chain_loop():
 def test_chain_within_answers_each_program_set_afresh():
     """``chain_within`` keeps its answers by programs and start vector: programs of one length
     asked in turn get their own bits (or None), a caller that writes into the bits it got
-    changes no later answer, and ``chain_bits`` switched off is heeded whatever was asked before
+    changes no later answer, and the chain loop switched off is heeded whatever was asked before
     (the answers kept while it was off are not given after)."""
     out = np.array([3])
     v0 = np.array([1, 0, 0, 0])
@@ -184,7 +184,7 @@ def test_chain_within_answers_each_program_set_afresh():
         assert linear_run.chain_within(K.MODE_WITHIN, seq, v0.astype(np.float64)) is None
         linear_run.chain_within(K.MODE_WITHIN, seq, v0)[:] = 0
         with pytest.MonkeyPatch.context() as mp:  # the switch the references and asv baselines use
-            mp.setattr(linear_run, "chain_bits", lambda PT, v0: None)
+            mp.setattr(linear_run, "CHAIN_LOOP", False)
             assert linear_run.chain_within(K.MODE_WITHIN, seq, v0) is None
 
 

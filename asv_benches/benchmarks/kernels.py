@@ -201,7 +201,7 @@ class SeqABCChain:
     """The WITHIN count of ``SEQ(A, B, C)`` at 10^6 events, 10 ids, on the chain loop
     (``kernels/linear/chain.py``: the window's map in registers; ``time_chain``) against the same
     run on the inverse loop over the map in memory it replaced (``windows._within_inverse``,
-    ``time_inverse``: ``chain_bits`` switched off), both distributions, String and Categorical types.
+    ``time_inverse``: ``CHAIN_LOOP`` off), both distributions, String and Categorical types.
     ``track_*_one_core``: events/s with the whole process confined to one core (``threads._pin``), the
     issue's "25 M events/s on one core"; the ``time_*`` runs take every core."""
 
@@ -214,7 +214,7 @@ class SeqABCChain:
 
         self.events = _typed_events(n_events, types, data)
         self.query = cepvec.compile(QUERY.format(w=50))
-        self.run_module, self.chain_bits = linear_run, linear_run.chain_bits
+        self.run_module = linear_run
         self.time_chain(n_events, types, data)
         self.time_inverse(n_events, types, data)
 
@@ -222,11 +222,11 @@ class SeqABCChain:
         cepvec.run(self.query, self.events)
 
     def time_inverse(self, n_events, types, data):
-        self.run_module.chain_bits = lambda PT, v0: None
+        self.run_module.CHAIN_LOOP = False
         try:
             cepvec.run(self.query, self.events)
         finally:
-            self.run_module.chain_bits = self.chain_bits
+            self.run_module.CHAIN_LOOP = True
 
     def _one_core(self, fn):
         import os
@@ -244,11 +244,11 @@ class SeqABCChain:
         return self._one_core(lambda: _events_per_s(self.query, self.events))
 
     def track_inverse_events_per_s_one_core(self, n_events, types, data):
-        self.run_module.chain_bits = lambda PT, v0: None
+        self.run_module.CHAIN_LOOP = False
         try:
             return self._one_core(lambda: _events_per_s(self.query, self.events))
         finally:
-            self.run_module.chain_bits = self.chain_bits
+            self.run_module.CHAIN_LOOP = True
 
     track_chain_events_per_s_one_core.unit = "events/s"
     track_inverse_events_per_s_one_core.unit = "events/s"

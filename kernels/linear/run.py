@@ -113,12 +113,9 @@ def chain_within(mode, PT, v0) -> np.ndarray | None:
     """The program bits of ``chain.py``'s loop when :func:`run_segments` takes it for these arguments
     (the WITHIN count of a plain sequence, int64 state), else None. The linear path asks before it
     orders ties: that loop takes them in any order."""
-    if mode != MODE_WITHIN or v0.dtype != np.int64:
+    if not CHAIN_LOOP or mode != MODE_WITHIN or v0.dtype != np.int64:
         return None
-    # a run asks once per range of segments: the answer of the first. The key names the deciding
-    # function too, so that a caller (a test's reference, an asv baseline) that switches the chain
-    # loop off by replacing ``chain_bits`` gets its own answers, never ones kept before
-    key = (chain_bits, PT.tobytes(), v0.tobytes())
+    key = (PT.tobytes(), v0.tobytes())  # a run asks once per range of segments: the answer of the first
     bits = _CHAIN_BITS.get(key, _CHAIN_BITS)  # (the dict itself: not asked before; threads may ask at once)
     if bits is _CHAIN_BITS:
         bits = chain_bits(PT, v0) if _all_inverse(PT) else None
@@ -127,6 +124,10 @@ def chain_within(mode, PT, v0) -> np.ndarray | None:
         _CHAIN_BITS[key] = bits
     return None if bits is None else bits.copy()
 
+
+#: Whether plain sequences take ``chain.py``'s loop: tests' references and asv baselines set it False
+#: to run them on the inverse loop it replaced (checked before the answers kept below).
+CHAIN_LOOP = True
 
 #: :func:`chain_within`'s answers by programs and start vector (plain Python over the programs: some
 #: 0.08 ms a call, and a run of 10^6 events on two threads asks some 8 times, its threads in turn)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import cepvec
 from cepvec.kernels import _jit
+from cepvec.paths.linear import run as linear_run
 from cepvec.paths.scan.run import ScanRun
 from cepvec.paths.trend.run import TrendStream
 from cepvec.registry import run_engine
@@ -89,7 +90,8 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
     column, a Categorical's codes in halves; String ids too, in one pass beside the codes, or before
     them in two halves of the rows or two shares of the keys; sparse integer and float ids from hash
     tables) with the input cut into batches anywhere (keys of an earlier batch keep their ids; a
-    batch's new ones come after): the rows of one thread, one batch."""
+    batch's new ones come after), the rows counted and filled in two pieces or up to eight: the rows
+    of one thread, one batch."""
     df = _events(seed, n, n_ids)
     if categorical:
         df = df.with_columns(pl.col("type").cast(pl.Categorical))
@@ -112,6 +114,8 @@ def test_threads_in_batches_give_the_rows_of_one_thread(text, seed, n, n_ids, ca
         mp.setattr(partitions, "SHARES_FROM_KEYS", 0 if keys and "shares" in keys else np.inf)
         mp.setattr(partitions, "HALVES_UP_TO_KEYS",
                    {"string beside": 0, "string halves": np.inf}.get(keys, partitions.HALVES_UP_TO_KEYS))
+        # the rows counted and filled in up to eight pieces (one row of counts per partition each), or two
+        mp.setattr(linear_run, "PIECE_ROWS_PER_KEY", data.draw(st.sampled_from([1, 10**9]), label="piece rows"))
         many = run_engine(q, prepare(q, df), "aseq", batches=cuts)
     assert one.equals(many)
 

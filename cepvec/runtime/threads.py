@@ -229,6 +229,27 @@ def halves(n: int) -> list[tuple[int, int]]:
     return [(0, n // 2), (n // 2, n)]
 
 
+def cut(n: int, k: int) -> list[tuple[int, int]]:
+    """Rows ``[0, n)`` as ``k`` contiguous ranges of about equal length (the same ``n`` and ``k``, the
+    same ranges: a step that reads per-range results of another, such as the counts of
+    :func:`pieces`, finds its ranges from their number)."""
+    return [(n * i // k, n * (i + 1) // k) for i in range(k)]
+
+
+def pieces(n: int, most: int | None = None) -> list[tuple[int, int]]:
+    """Rows ``[0, n)`` as ``RANGES_PER_THREAD`` ranges per thread (at most ``most``, at least two)
+    where :func:`halves` cuts them in two, else as one range. The threads take the pieces as they
+    come free: the two vCPUs of this project's machines often run at different speeds for seconds
+    (the same loop pinned to each took 11 and 22 ms in turn, docs/performance-log.md, session 51),
+    and two fixed halves wait on the slower one, where pieces let the faster thread take more."""
+    if len(halves(n)) < 2:
+        return [(0, n)]
+    k = n_threads() * RANGES_PER_THREAD
+    if most is not None:
+        k = max(2, min(k, most))
+    return cut(n, k)
+
+
 def split_ranges(sizes: np.ndarray, min_per_thread: int | None = None, per_thread: int = 1) -> list[tuple[int, int]]:
     """Contiguous ranges of segments with about equal numbers of events, ``per_thread`` per thread
     (a thread gets at least ``min_per_thread`` events: less for a path whose events cost more).

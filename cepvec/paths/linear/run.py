@@ -46,6 +46,8 @@ _EMIT_MODES = (K.MODE_EMIT, K.MODE_EMIT_UNBOUNDED)
 _SPARE_STRIDE = 8
 #: no counts (:func:`kernels.linear.segment_layout`: no carried events, one range of rows)
 _NO_COUNTS = np.zeros(0, np.int64)
+#: Fewest new rows per partition in each piece of a batch counted apart (:meth:`LinearStream._pieces`).
+PIECE_ROWS_PER_KEY = 16
 #: no flags (:func:`kernels.linear.segment_layout`: no partition visited without events)
 _NO_FLAGS = np.zeros(0, np.bool_)
 
@@ -375,19 +377,18 @@ class LinearStream(Partitions):
         nw = len(self.wcols)
         emit = self.mode in _EMIT_MODES
         n_new = len(df) if df is not None else 0
-        halves = threads.halves(n_new)
         counts = None
         if n_new:
             self._n_batches += 1
             shared = self._lead_encoding(n_new)
             views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
-            two = views is not None and len(halves) > 1  # two threads, no shared encoding, no masks
+            two = views is not None and len(threads.halves(n_new)) > 1  # two threads, no shared encoding, no masks
             numbering = self.string_numbering(df) if two else None
             if two and (numbering is None or numbering[0] == "one"):  # the ids on one of the threads
-                pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, halves, numbering)
+                pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, numbering)
             else:
                 pid = shared[1] if shared is not None else self.ids(df, numbering)
-                cls, cls_prog, counts = self._codes(df, shared, views, pid, halves)
+                cls, cls_prog, counts = self._codes(df, shared, views, pid)
             if self.followed:
                 self._encoded = (self._n_batches, pid, cls, cls_prog, counts)
             new_w = self._weights(df)
@@ -407,7 +408,9 @@ class LinearStream(Partitions):
         n_parts = max(len(self.keys), 1)
         if counts is None:
             counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
-                               halves)
+                                 self._pieces(n_new))
+        k = len(counts)  # the kept new events per partition of each piece of the rows (threads.pieces)
+        ranges = threads.cut(n_new, k)
         n_carry = np.bincount(c["pid"], minlength=n_parts) if len(c["pid"]) else _NO_COUNTS
         also = _NO_FLAGS  # partitions visited without events of this batch
         if emit and not self.groups_are_partitions:
@@ -423,20 +426,23 @@ class LinearStream(Partitions):
         # still carry over below, and a window closed again later holds no match either: a million
         # keys of an event each)
         skip = SKIP_SHORT_SEGMENTS and self.mode in (K.MODE_WITHIN, K.MODE_SLIDE) and self.min_events > 1
-        starts = threads.thread_rows(len(counts), n_parts, fill=None)  # (each half's on cache lines of its own)
+        starts = threads.thread_rows(k, n_parts, fill=None)  # (each piece's on cache lines of its own)
+        first, second = (counts[0], counts[1] if k == 2 else _NO_COUNTS) if k <= 2 else \
+            (np.add.reduce(counts), _NO_COUNTS)
         seg_start, total, (seg_pid, seg_lo, seg_hi, replay), (run_pid, run_lo, run_hi, run_replay) = \
-            K.segment_layout(n_carry, counts[0], counts[1] if len(counts) > 1 else _NO_COUNTS, also,
-                             self.min_events if skip else 0, starts)
+            K.segment_layout(n_carry, first, second, also, self.min_events if skip else 0, starts)
+        for j in range(1, k if k > 2 else 1):  # (segment_layout wrote the first piece's; the others follow it)
+            np.add(starts[j - 1], counts[j - 1], out=starts[j])
         # spare slots at the end, a cache line apart: fill_events writes dropped events there
-        spare = total + _SPARE_STRIDE * np.arange(len(halves), dtype=np.int64)
-        ev_t = np.empty(total + _SPARE_STRIDE * len(halves), np.int64)
+        spare = total + _SPARE_STRIDE * np.arange(k, dtype=np.int64)
+        ev_t = np.empty(total + _SPARE_STRIDE * k, np.int64)
         ev_prog = np.empty(len(ev_t), np.int64)
         ev_w = np.empty((len(ev_t), nw), self.dtype)
         if len(c["t"]):
             K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], seg_start.copy(), ev_t, ev_prog, ev_w)
-        map_threads(lambda i: K.fill_events(cls[halves[i][0]:halves[i][1]], cls_prog, pid[halves[i][0]:halves[i][1]],
-                                          times[halves[i][0]:halves[i][1]], new_w[halves[i][0]:halves[i][1]],
-                                          starts[i], ev_t, ev_prog, ev_w, spare[i]), range(len(halves)))
+        map_threads(lambda i: K.fill_events(cls[ranges[i][0]:ranges[i][1]], cls_prog, pid[ranges[i][0]:ranges[i][1]],
+                                          times[ranges[i][0]:ranges[i][1]], new_w[ranges[i][0]:ranges[i][1]],
+                                          starts[i], ev_t, ev_prog, ev_w, spare[i]), range(k))
         ev_t, ev_prog, ev_w = ev_t[:total], ev_prog[:total], ev_w[:total]
         if emit and self.groups_are_partitions:
             emit_lo, emit_hi, emit_times = K.segment_emit_schedule(seg_lo, seg_hi, replay, ev_t, ev_prog,
@@ -492,37 +498,43 @@ class LinearStream(Partitions):
                 self.outputs.append((out_pid, out_key, out_val))
         self._set_carry(seg_lo, seg_hi, seg_pid, ev_t, ev_prog, ev_w, limit)
 
-    def _codes(self, df: pl.DataFrame, shared: tuple | None, views: np.ndarray | None, pid: np.ndarray,
-               halves: list) -> tuple:
+    def _pieces(self, n: int) -> list[tuple[int, int]]:
+        """The pieces of ``n`` new rows whose kept events are counted per partition apart (each a row of
+        counts, and of starts where :func:`kernels.linear.fill_events` writes them): ``threads.pieces``,
+        with at least ``PIECE_ROWS_PER_KEY`` rows per partition in each (every piece costs a pass over
+        the partitions)."""
+        return threads.pieces(n, most=n // (PIECE_ROWS_PER_KEY * max(len(self.keys), 1)))
+
+    def _codes(self, df: pl.DataFrame, shared: tuple | None, views: np.ndarray | None, pid: np.ndarray) -> tuple:
         """The type class of each event of ``df``, the programs of the classes, and the kept events per
-        partition (None: not counted here): the lead stream's (``shared``), from the string ``views`` or a
-        Categorical's physical ids with the counts in the same pass (halves in threads), else by expressions."""
+        partition of each of :meth:`_pieces` (None: not counted here): the lead stream's (``shared``), from
+        the string ``views`` or a Categorical's physical ids with the counts in the same pass (the pieces
+        in threads), else by expressions."""
         n_new, n_parts, counts = len(df), max(len(self.keys), 1), None
         if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
             cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
         elif shared is not None:
             cls, cls_prog = self._classes(df)
-        elif views is not None:  # type codes and kept events per partition in one pass (halves in threads)
+        elif views is not None:  # type codes and kept events per partition in one pass (pieces in threads)
             cls = np.empty(n_new, np.int32)
             cls_prog = self._code_programs()
             counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
                                                               n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
-                                 halves)
+                                 self._pieces(n_new))
         elif not self.mask_exprs and self.type_codes.is_categorical(df):  # the same from physical ids
             phys, lut = self.type_codes.category_ids(df[self.type_codes.type_col])
             cls = np.empty(n_new, np.int32)
             cls_prog = self._code_programs()
             counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog,
-                                                             pid[r[0]:r[1]], cls[r[0]:r[1]]), halves)
+                                                             pid[r[0]:r[1]], cls[r[0]:r[1]]), self._pieces(n_new))
         else:
             cls, cls_prog = self._classes(df)
         return cls, cls_prog, counts
 
-    def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, halves: list,
-                          numbering: tuple[str, float] | None) -> tuple:
+    def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, numbering: tuple[str, float] | None) -> tuple:
         """On two threads: the partition ids of ``df`` (:meth:`ids`, one serial pass) beside the type
         codes of its string ``views`` (in eight pieces, the threads take them as they come free), then
-        the kept events per partition in halves. Returns ``(pid, cls, cls_prog, counts)``. Reading
+        the kept events per partition of each of :meth:`_pieces`. Returns ``(pid, cls, cls_prog, counts)``. Reading
         16-byte views is the longer step; with the codes and counts in one pass after the ids instead
         (:func:`view_codes_count`), the ids ran alone on one core (10^6 events, 100 or 10 000 keys, two
         cores: 0.8-2.1 ms of 30-33 less, docs/performance-log.md, session 42). ``numbering``: as
@@ -542,7 +554,8 @@ class LinearStream(Partitions):
         pid = map_threads(run, [None, *pieces], costs=[n] + [b - a for a, b in pieces])[0]  # the ids first
         cls_prog = self._code_programs()
         n_parts = max(len(self.keys), 1)
-        counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]), halves)
+        counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
+                             self._pieces(n))
         return pid, cls, cls_prog, counts
 
     def _lead_encoding(self, n_new: int) -> tuple | None:

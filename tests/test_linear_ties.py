@@ -22,7 +22,11 @@ from polars.testing import assert_frame_equal
 
 import cepvec
 from cepvec.kernels import _jit, linear as K
+from cepvec.paths.linear import run as linear_run
 from cepvec.paths.linear.run import _order_ties_numpy
+from cepvec.registry import choose, run_engine
+from cepvec.runtime import partitions
+from cepvec.runtime.prepare import prepare
 from tests.strategies import examples
 
 # programs as (triplets (dst, src, wk), reset rows, is_end)
@@ -105,6 +109,69 @@ def test_small_input_helpers_in_numpy_and_numba_agree(numpy_below, monkeypatch):
               "RETURN COUNT(*) PATTERN SEQ(A, B, C) WITHIN 6 EMIT CHANGES"]:
         want = cepvec.run(q, df[:120], engine="reference")
         assert_frame_equal(cepvec.run(q, df[:120]), want, check_exact=True)
+
+
+SMALL_QUERIES = [
+    "RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 6",
+    "RETURN id, COUNT(*), SUM(B.x), MIN(A.x) PATTERN SEQ(A, B+, C) WHERE [id] GROUP-BY id WITHIN 8 SLIDE 4",
+    "RETURN id, COUNT(*) PATTERN SEQ(A, NOT D, B) WHERE [id] GROUP-BY id WITHIN 5 EMIT CHANGES",
+    "RETURN id, COUNT(*), AVG(C.x) PATTERN SEQ(A, C) GROUP-BY id",
+    "RETURN COUNT(*) PATTERN SEQ(A, B) WHERE A.x < 2 WITHIN 4",
+]
+
+
+@pytest.mark.parametrize("text", SMALL_QUERIES)
+@settings(max_examples=examples(25), deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(0, 120), n_ids=st.integers(1, 12),
+       types=st.sampled_from(["string", "categorical"]), keys=st.sampled_from(["int", "string", "nulls", "float"]),
+       data=st.data())
+def test_small_input_encoding_in_numpy_gives_the_kernels_rows(text, seed, n, n_ids, types, keys, data):
+    """Below ``NUMPY_BELOW`` rows a batch's partition ids (a Polars join), type codes (a Polars
+    expression), kept events per partition, segment layout and scatter into partition order run in
+    Polars and NumPy until the process holds the encoding kernels (a first run on a cold cache
+    compiles only the counting kernel); ``NUMPY_BELOW`` 0 runs the kernels. The input cut into batches anywhere (carried events, keys known from earlier
+    batches): the same rows."""
+    rng = np.random.default_rng(seed)
+    df = pl.DataFrame({"type": rng.choice(list("ABCD"), n), "time": np.sort(rng.integers(0, n // 3 + 1, n)),
+                       "id": rng.integers(0, n_ids, n), "x": rng.integers(-3, 4, n)})
+    if types == "categorical":
+        df = df.with_columns(pl.col("type").cast(pl.Categorical))
+    if keys == "string":
+        df = df.with_columns(pl.format("user-{}", "id").alias("id"))
+    elif keys == "nulls":
+        df = df.with_columns(pl.when(pl.col("id") % 4 != 1).then(pl.col("id")).alias("id"))
+    elif keys == "float":
+        df = df.with_columns(pl.col("id") * 0.5)
+    q = cepvec.compile(text)
+    assert choose(q, "auto", df.schema).path_name == "linear"
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=3), label="cuts")))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(linear_run, "encoding_kernels_loaded", lambda: False)  # (this process holds them)
+        mp.setattr(partitions, "direct_kernel_loaded", lambda: False)  # integer keys by a Polars join
+        small = run_engine(q, prepare(q, df), "auto", batches=cuts)
+        mp.setattr(_jit, "NUMPY_BELOW", 0)
+        kernels = run_engine(q, prepare(q, df), "auto", batches=cuts)
+    assert_frame_equal(small, kernels, check_exact=True)
+
+
+def test_a_small_first_run_compiles_only_the_counting_kernel():
+    """A first grouped ``SEQ`` run over a few rows, in a new process with an empty Numba cache,
+    compiles the counting kernel and nothing else (the encoding steps run in Polars and NumPy)."""
+    script = textwrap.dedent('''
+        import os, tempfile
+        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp()
+        import numpy as np, polars as pl, cepvec
+        from numba.core import event
+        n = 64
+        df = pl.DataFrame({"type": np.array(list("ABC"))[np.arange(n) % 3], "time": 3 * (np.arange(n) // 2),
+                           "id": np.arange(n) % 4})
+        with event.install_recorder("numba:compile") as rec:
+            cepvec.run("RETURN id, COUNT(*) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50", df)
+        print(sorted({e.data["dispatcher"].py_func.__qualname__ for _, e in rec.buffer
+                      if "kernels" in e.data["dispatcher"].py_func.__module__}))
+    ''')
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['_drive_within_chain3']", out
 
 
 def _check_order_ties(events, cuts, kernel: bool = True):

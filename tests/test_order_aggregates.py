@@ -201,19 +201,30 @@ def test_min_of_strings_leaves_the_linear_maps_for_the_scan():
     assert cepvec.run(fixed, df, engine="aseq").to_dicts() == [{"MIN(A.x)": "apple"}]
 
 
+@pytest.mark.parametrize("numpy_below", [0, None])  # the kernels; few rows in Polars and NumPy (the default)
 @pytest.mark.parametrize("types", ["string", "categorical"])
-def test_the_streams_of_a_query_number_partitions_once(monkeypatch, types):
+def test_the_streams_of_a_query_number_partitions_once(monkeypatch, types, numpy_below):
     """MIN / MAX beside a count run in two streams (int64 and order keys) over the same batches; the
     second takes the first's partition ids and type classes of each batch, so every row is numbered and
     typed once, not once per stream, and the rows stay the reference's."""
     import cepvec.kernels.linear as K
+    from cepvec.kernels import _jit
+    from cepvec.paths.linear import run as linear_run
+    from cepvec.runtime import partitions
     from cepvec.runtime.partitions import Partitions
+    from cepvec.runtime.type_codes import TypeCodes
 
+    if numpy_below is not None:
+        monkeypatch.setattr(_jit, "NUMPY_BELOW", numpy_below)
+    else:  # (few rows before this process holds the encoding kernels)
+        monkeypatch.setattr(linear_run, "encoding_kernels_loaded", lambda: False)
+        monkeypatch.setattr(partitions, "direct_kernel_loaded", lambda: False)
     numbered, typed = [], []
-    ids, view_codes, lut_codes = Partitions.ids, K.view_codes_count, K.lut_codes_count
+    ids, view_codes, lut_codes, codes = Partitions.ids, K.view_codes_count, K.lut_codes_count, TypeCodes.codes
     monkeypatch.setattr(Partitions, "ids", lambda self, df, *a: numbered.append(len(df)) or ids(self, df, *a))
     monkeypatch.setattr(K, "view_codes_count", lambda *a: typed.append(len(a[0])) or view_codes(*a))
     monkeypatch.setattr(K, "lut_codes_count", lambda *a: typed.append(len(a[0])) or lut_codes(*a))
+    monkeypatch.setattr(TypeCodes, "codes", lambda self, df, **k: typed.append(len(df)) or codes(self, df, **k))
     df = _frame(3)
     if types == "categorical":
         df = df.with_columns(pl.col("type").cast(pl.Categorical))

@@ -374,13 +374,14 @@ def test_a_carry_not_the_kernels_is_an_internal_error(monkeypatch):
 
 
 
-@settings(max_examples=examples(200), deadline=None)
+@pytest.mark.parametrize("layout", ["segment_layout", "segment_layout_numpy"])
+@settings(max_examples=examples(100), deadline=None)
 @given(data=st.data(), n=st.integers(1, 40), two=st.booleans(), carried=st.booleans(), flagged=st.booleans(),
        min_events=st.integers(0, 4))
-def test_the_segment_layout_is_that_of_its_numpy_steps(data, n, two, carried, flagged, min_events):
+def test_the_segment_layout_is_that_of_its_numpy_steps(layout, data, n, two, carried, flagged, min_events):
     """``kernels/linear/encode.py::segment_layout`` (where each partition's carried and new events of
-    each range of rows go, which segments the kernels visit and run) against the NumPy steps it
-    replaced."""
+    each range of rows go, which segments the kernels visit and run), and its NumPy version for few
+    rows, against the NumPy steps the kernel replaced."""
     from cepvec.kernels import linear as K
 
     counts = st.lists(st.integers(0, 5), min_size=n, max_size=n)
@@ -389,7 +390,7 @@ def test_the_segment_layout_is_that_of_its_numpy_steps(data, n, two, carried, fl
     n_carry = np.array(data.draw(counts, label="carry") if carried else [], np.int64)
     also = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) if flagged else [], np.bool_)
     starts = threads.thread_rows(2 if two else 1, n, fill=None)
-    seg_start, total, seg, run = K.segment_layout(n_carry, first, second, also, min_events, starts)
+    seg_start, total, seg, run = getattr(K, layout)(n_carry, first, second, also, min_events, starts)
 
     carry = n_carry if carried else np.zeros(n, np.int64)
     count = carry + first + (second if two else 0)
@@ -403,6 +404,34 @@ def test_the_segment_layout_is_that_of_its_numpy_steps(data, n, two, carried, fl
     want_run = [a[count[on] >= min_events] for a in want_seg]
     assert [a.tolist() for a in seg] == [a.tolist() for a in want_seg]
     assert [a.tolist() for a in run] == [a.tolist() for a in want_run]
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(data=st.data(), n=st.integers(0, 60), n_parts=st.integers(1, 6), nw=st.integers(0, 2))
+def test_the_scatter_into_partition_order_in_numpy_is_the_kernels(data, n, n_parts, nw):
+    """``fill_events_numpy`` (few rows) writes the kept rows where ``fill_events`` does, each partition's
+    in their order from its start, and advances the starts alike."""
+    from cepvec.kernels import linear as K
+
+    rows = st.lists(st.integers(0, n_parts - 1), min_size=n, max_size=n)
+    pid = np.array(data.draw(rows, label="pid"), np.int64)
+    cls = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n), label="cls"), np.int32)
+    cls_prog = np.array([-1, 0, 3], np.int64)  # class 0: dropped
+    t, w = np.arange(n, dtype=np.int64) * 10, np.arange(n * nw, dtype=np.int64).reshape(n, nw)
+    kept = np.bincount(pid[cls_prog[cls] >= 0], minlength=n_parts)
+    start = np.concatenate([[0], np.cumsum(kept)[:-1]]).astype(np.int64) + 3  # (slots before: carried events)
+    total = int(kept.sum()) + 3
+    outs = []
+    for numpy in (False, True):
+        pos, out_t, out_p = start.copy(), np.full(total + 8, -1, np.int64), np.full(total + 8, -1, np.int64)
+        out_w = np.full((total + 8, nw), -1, np.int64)
+        if numpy:
+            prog = cls_prog[cls]
+            K.fill_events_numpy(prog >= 0, pid, t, prog, w, pos, out_t, out_p, out_w)
+        else:
+            K.fill_events(cls, cls_prog, pid, t, w, pos, out_t, out_p, out_w, np.int64(total))
+        outs.append((pos.tolist(), out_t[:total].tolist(), out_p[:total].tolist(), out_w[:total].tolist()))
+    assert outs[0] == outs[1]
 
 
 def test_thread_count_follows_the_environment(monkeypatch):

@@ -71,7 +71,7 @@ class Partitions:
                 self.keys = pl.DataFrame({"__pid": [0]}, schema={"__pid": pl.Int64})
                 self._on_new_keys()
             return np.zeros(len(df), np.int64)
-        key = self._int_key_range(df)
+        key = self._int_key_range(df) if len(df) >= _jit.NUMPY_BELOW or direct_kernel_loaded() else None
         if key is not None:
             vals, vmin, vmax = key
             if not _direct_range(vmin, vmax, len(vals)):
@@ -169,8 +169,6 @@ class Partitions:
         if col.null_count():
             return None
         vals = col.cast(pl.Int64).to_numpy()
-        if len(vals) < _jit.NUMPY_BELOW:
-            return vals, int(vals.min()), int(vals.max())
         # the halves of a long column in two threads (a read of the column: at 10^6 rows, 1.0 -> 0.6 ms)
         bounds = threads.map_threads(lambda r: min_max(vals[r[0]:r[1]]), threads.halves(len(vals)))
         return vals, min(int(lo) for lo, _ in bounds), max(int(hi) for _, hi in bounds)
@@ -520,6 +518,14 @@ def _direct_in_halves(n: int, size: int) -> bool:
     on two threads, then reads it in halves: from :data:`DIRECT_HALVES_FROM` rows, with few keys for
     the rows (at most one per :data:`ROWS_PER_KEY_FOR_HALVES`), on two threads."""
     return n >= DIRECT_HALVES_FROM and ROWS_PER_KEY_FOR_HALVES * size <= n and len(threads.halves(n)) > 1
+
+
+def direct_kernel_loaded() -> bool:
+    """Whether this process holds the kernel that enters keys in a direct table (compiled, or loaded
+    from the cache by a batch of ``_jit.NUMPY_BELOW`` rows or more). Until then the integer keys of a
+    batch of fewer rows are numbered by :meth:`Partitions._joined_ids` (a Polars join): a first run
+    on a cold cache does not compile it."""
+    return len(new_keys_direct.overloads) > 0
 
 
 def _direct_ids(vals: np.ndarray, vmin: int, direct: np.ndarray, n0: int, ids: np.ndarray) -> np.ndarray:

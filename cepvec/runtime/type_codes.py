@@ -79,9 +79,10 @@ class TypeCodes:
         """The view words of the type column, or None when the kernel cannot read them."""
         return string_views(df[self.type_col]) if self.views_ok else None
 
-    def codes(self, df: pl.DataFrame) -> np.ndarray:
-        """int32 code per row of ``df``."""
-        views = self.views(df)
+    def codes(self, df: pl.DataFrame, kernels: bool = True) -> np.ndarray:
+        """int32 code per row of ``df``: of a String column from its views by a kernel, or (not
+        ``kernels``: few rows, no compile on a cold cache) by a Polars expression."""
+        views = self.views(df) if kernels else None
         if views is not None:
             codes = np.empty(len(df), np.int32)
             view_codes(views, *self.view_hash, codes)

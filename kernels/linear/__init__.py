@@ -54,7 +54,8 @@ from .constants import (ERR_OVERFLOW, F_DELTA, F_END, F_FAST, F_FASTW, F_INV, F_
                         ST_GROW_U, ST_OK, ST_OVERFLOW, ST_SLOW, TIE_SHIFT)
 from .encode import (carry_index, combine_bits, count_events, emit_schedule,
                      encode_programs, fill_carry, fill_events, lut_codes_count, order_long_ties, order_ties,
-                     rank_histogram, rank_place, rank_scatter, segment_emit_schedule, segment_layout, view_codes, view_codes_count, view_hash,
+                     rank_histogram, rank_place, rank_scatter, segment_emit_schedule, segment_layout,
+                     segment_layout_numpy, fill_events_numpy, view_codes, view_codes_count, view_hash,
                      view_words)
 from .programs import pack_programs, tie_ranks
 from .run import chain_within, run_segments

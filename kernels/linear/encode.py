@@ -202,6 +202,40 @@ def segment_layout(n_carry, first, second, also, min_events, starts):
     return seg_start, at, (pid, lo, hi, replay), (r_pid, r_lo, r_hi, r_replay)
 
 
+def segment_layout_numpy(n_carry, first, second, also, min_events, starts):
+    """:func:`segment_layout` in NumPy, for few partitions and rows (``NUMPY_BELOW``): a first run on
+    a cold cache does not compile the kernel for them."""
+    n = len(first)
+    carry = n_carry if len(n_carry) else np.zeros(n, np.int64)
+    count = carry + first + (second if len(second) else 0)
+    seg_start = np.zeros(n, np.int64)
+    np.cumsum(count[:-1], out=seg_start[1:])
+    starts[0] = seg_start + carry
+    if len(second):
+        starts[1] = starts[0] + first
+    on = np.flatnonzero((count > 0) | (also if len(also) else False))
+    seg = (on.astype(np.int64), seg_start[on], seg_start[on] + count[on], carry[on].astype(np.int64))
+    runs = count[on] >= min_events
+    run = seg if runs.all() else tuple(a[runs] for a in seg)
+    return seg_start, int(count.sum()), seg, run
+
+
+def fill_events_numpy(keep, pid, t, prog, w, pos, out_t, out_prog, out_w):
+    """:func:`fill_events` (and :func:`fill_carry`) in NumPy, for few rows (``NUMPY_BELOW``): the rows
+    where ``keep`` holds (every row: ``keep`` None) to ``pos[partition]`` on, in their order,
+    ``pos`` advanced; ``prog`` the program of each row."""
+    rows = np.arange(len(pid)) if keep is None else np.flatnonzero(keep)
+    p = pid[rows]
+    order = np.argsort(p, kind="stable")
+    rows, p = rows[order], p[order]
+    first = np.searchsorted(p, p)  # the first of each row's partition among the sorted rows
+    dest = pos[p] + np.arange(len(p)) - first
+    out_t[dest] = t[rows]
+    out_prog[dest] = prog[rows]
+    out_w[dest] = w[rows]
+    np.add.at(pos, p, 1)
+
+
 @jit
 def fill_carry(c_t, c_prog, c_w, c_pid, pos, out_t, out_prog, out_w):
     """Scatter the carried events to ``pos[partition]`` (advanced in place)."""

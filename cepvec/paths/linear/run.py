@@ -48,6 +48,16 @@ _SPARE_STRIDE = 8
 _NO_COUNTS = np.zeros(0, np.int64)
 #: Fewest new rows per partition in each piece of a batch counted apart (:meth:`LinearStream._pieces`).
 PIECE_ROWS_PER_KEY = 16
+
+
+def encoding_kernels_loaded() -> bool:
+    """Whether this process holds the linear path's encoding kernels (partition ids, type codes, the
+    segment layout and the scatter into partition order), compiled or loaded from the cache by a batch
+    of ``_jit.NUMPY_BELOW`` rows or more. Until then a batch of fewer rows is encoded in Polars and
+    NumPy: a first run on a cold cache compiles only the kernel that counts (a grouped ``SEQ`` over 64
+    events: 3.7-4.8 s -> 1.6-1.7 s, docs/performance-log.md, session 51). Once they are held, few rows
+    take them too: 1-4 ms faster a batch of 200-16 000 rows."""
+    return len(K.segment_layout.overloads) > 0
 #: no flags (:func:`kernels.linear.segment_layout`: no partition visited without events)
 _NO_FLAGS = np.zeros(0, np.bool_)
 
@@ -137,9 +147,10 @@ class LinearStream(Partitions):
         """Global program id per type code (-1: ignored), when no predicate gates a bit."""
         return self._global_ids(list(zip(self.bind_of_code.tolist(), self.neg_of_code.tolist())))
 
-    def _classes(self, df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """Per event a class id and per class its global program id (-1: event is ignored)."""
-        codes = self.type_codes.codes(df)
+    def _classes(self, df: pl.DataFrame, kernels: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per event a class id and per class its global program id (-1: event is ignored); the type
+        codes by :meth:`TypeCodes.codes` (``kernels``: as it says)."""
+        codes = self.type_codes.codes(df, kernels=kernels)
         if not self.mask_exprs:
             return codes, self._code_programs()
         m = df.select([e.alias(f"__m{j}") for j, e in enumerate(self.mask_exprs)]).to_numpy()
@@ -378,17 +389,22 @@ class LinearStream(Partitions):
         emit = self.mode in _EMIT_MODES
         n_new = len(df) if df is not None else 0
         counts = None
+        # few rows, before this process holds the encoding kernels: the encoding steps in Polars and
+        # NumPy (a first run on a cold cache compiles only the kernel that counts; encoding_kernels_loaded)
+        small = n_new < _jit.NUMPY_BELOW and not encoding_kernels_loaded()
         if n_new:
             self._n_batches += 1
             shared = self._lead_encoding(n_new)
-            views = None if self.mask_exprs or shared is not None else self.type_codes.views(df)
+            views = None if self.mask_exprs or shared is not None or small else self.type_codes.views(df)
             two = views is not None and len(threads.halves(n_new)) > 1  # two threads, no shared encoding, no masks
             numbering = self.string_numbering(df) if two else None
             if two and (numbering is None or numbering[0] == "one"):  # the ids on one of the threads
                 pid, cls, cls_prog, counts = self._ids_beside_codes(df, views, numbering)
             else:
                 pid = shared[1] if shared is not None else self.ids(df, numbering)
-                cls, cls_prog, counts = self._codes(df, shared, views, pid)
+                cls, cls_prog, counts = self._codes(df, shared, views, pid, small)
+            if counts is None and small:
+                counts = [np.bincount(pid[cls_prog[cls] >= 0], minlength=max(len(self.keys), 1))]
             if self.followed:
                 self._encoded = (self._n_batches, pid, cls, cls_prog, counts)
             new_w = self._weights(df)
@@ -406,6 +422,8 @@ class LinearStream(Partitions):
             return
         # group carried and new events by partition (stable: carried first, then time order)
         n_parts = max(len(self.keys), 1)
+        small = small and n_parts < _jit.NUMPY_BELOW and len(c["t"]) < _jit.NUMPY_BELOW and \
+            (counts is None or len(counts) == 1)
         if counts is None:
             counts = map_threads(lambda r: K.count_events(n_parts, cls[r[0]:r[1]], cls_prog, pid[r[0]:r[1]]),
                                  self._pieces(n_new))
@@ -430,7 +448,8 @@ class LinearStream(Partitions):
         first, second = (counts[0], counts[1] if k == 2 else _NO_COUNTS) if k <= 2 else \
             (np.add.reduce(counts), _NO_COUNTS)
         seg_start, total, (seg_pid, seg_lo, seg_hi, replay), (run_pid, run_lo, run_hi, run_replay) = \
-            K.segment_layout(n_carry, first, second, also, self.min_events if skip else 0, starts)
+            (K.segment_layout_numpy if small else K.segment_layout)(n_carry, first, second, also,
+                                                                     self.min_events if skip else 0, starts)
         for j in range(1, k if k > 2 else 1):  # (segment_layout wrote the first piece's; the others follow it)
             np.add(starts[j - 1], counts[j - 1], out=starts[j])
         # spare slots at the end, a cache line apart: fill_events writes dropped events there
@@ -438,11 +457,18 @@ class LinearStream(Partitions):
         ev_t = np.empty(total + _SPARE_STRIDE * k, np.int64)
         ev_prog = np.empty(len(ev_t), np.int64)
         ev_w = np.empty((len(ev_t), nw), self.dtype)
-        if len(c["t"]):
-            K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], seg_start.copy(), ev_t, ev_prog, ev_w)
-        map_threads(lambda i: K.fill_events(cls[ranges[i][0]:ranges[i][1]], cls_prog, pid[ranges[i][0]:ranges[i][1]],
-                                          times[ranges[i][0]:ranges[i][1]], new_w[ranges[i][0]:ranges[i][1]],
-                                          starts[i], ev_t, ev_prog, ev_w, spare[i]), range(k))
+        if small:  # (the carried events first, then the new ones: each partition's in their order)
+            if len(c["t"]):
+                K.fill_events_numpy(None, c["pid"], c["t"], c["prog"], c["w"], seg_start.copy(), ev_t, ev_prog, ev_w)
+            prog = cls_prog[cls]
+            K.fill_events_numpy(prog >= 0, pid, times, prog, new_w, starts[0], ev_t, ev_prog, ev_w)
+        else:
+            if len(c["t"]):
+                K.fill_carry(c["t"], c["prog"], c["w"], c["pid"], seg_start.copy(), ev_t, ev_prog, ev_w)
+            map_threads(lambda i: K.fill_events(cls[ranges[i][0]:ranges[i][1]], cls_prog,
+                                                pid[ranges[i][0]:ranges[i][1]], times[ranges[i][0]:ranges[i][1]],
+                                                new_w[ranges[i][0]:ranges[i][1]], starts[i], ev_t, ev_prog, ev_w,
+                                                spare[i]), range(k))
         ev_t, ev_prog, ev_w = ev_t[:total], ev_prog[:total], ev_w[:total]
         if emit and self.groups_are_partitions:
             emit_lo, emit_hi, emit_times = K.segment_emit_schedule(seg_lo, seg_hi, replay, ev_t, ev_prog,
@@ -505,11 +531,12 @@ class LinearStream(Partitions):
         the partitions)."""
         return threads.pieces(n, most=n // (PIECE_ROWS_PER_KEY * max(len(self.keys), 1)))
 
-    def _codes(self, df: pl.DataFrame, shared: tuple | None, views: np.ndarray | None, pid: np.ndarray) -> tuple:
+    def _codes(self, df: pl.DataFrame, shared: tuple | None, views: np.ndarray | None, pid: np.ndarray,
+               small: bool = False) -> tuple:
         """The type class of each event of ``df``, the programs of the classes, and the kept events per
         partition of each of :meth:`_pieces` (None: not counted here): the lead stream's (``shared``), from
         the string ``views`` or a Categorical's physical ids with the counts in the same pass (the pieces
-        in threads), else by expressions."""
+        in threads), else by expressions (and so for ``small`` input: no kernel)."""
         n_new, n_parts, counts = len(df), max(len(self.keys), 1), None
         if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
             cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
@@ -521,14 +548,14 @@ class LinearStream(Partitions):
             counts = map_threads(lambda r: K.view_codes_count(views[r[0]:r[1]], *self.type_codes.view_hash,
                                                               n_parts, cls_prog, pid[r[0]:r[1]], cls[r[0]:r[1]]),
                                  self._pieces(n_new))
-        elif not self.mask_exprs and self.type_codes.is_categorical(df):  # the same from physical ids
+        elif not self.mask_exprs and not small and self.type_codes.is_categorical(df):  # the same from physical ids
             phys, lut = self.type_codes.category_ids(df[self.type_codes.type_col])
             cls = np.empty(n_new, np.int32)
             cls_prog = self._code_programs()
             counts = map_threads(lambda r: K.lut_codes_count(phys[r[0]:r[1]], lut, n_parts, cls_prog,
                                                              pid[r[0]:r[1]], cls[r[0]:r[1]]), self._pieces(n_new))
         else:
-            cls, cls_prog = self._classes(df)
+            cls, cls_prog = self._classes(df, kernels=not small)
         return cls, cls_prog, counts
 
     def _ids_beside_codes(self, df: pl.DataFrame, views: np.ndarray, numbering: tuple[str, float] | None) -> tuple:

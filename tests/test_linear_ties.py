@@ -120,8 +120,9 @@ SMALL_QUERIES = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:event type")  # (few events: a type of the query may not occur)
 @pytest.mark.parametrize("text", SMALL_QUERIES)
-@settings(max_examples=examples(25), deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=st.integers(0, 2**31), n=st.integers(0, 120), n_ids=st.integers(1, 12),
        types=st.sampled_from(["string", "categorical"]), keys=st.sampled_from(["int", "string", "nulls", "float"]),
        data=st.data())

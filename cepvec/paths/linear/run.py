@@ -48,6 +48,8 @@ _SPARE_STRIDE = 8
 _NO_COUNTS = np.zeros(0, np.int64)
 #: Fewest new rows per partition in each piece of a batch counted apart (:meth:`LinearStream._pieces`).
 PIECE_ROWS_PER_KEY = 16
+#: no flags (:func:`kernels.linear.segment_layout`: no partition visited without events)
+_NO_FLAGS = np.zeros(0, np.bool_)
 
 
 def encoding_kernels_loaded() -> bool:
@@ -58,8 +60,6 @@ def encoding_kernels_loaded() -> bool:
     events: 3.7-4.8 s -> 1.6-1.7 s, docs/performance-log.md, session 51). Once they are held, few rows
     take them too: 1-4 ms faster a batch of 200-16 000 rows."""
     return len(K.segment_layout.overloads) > 0
-#: no flags (:func:`kernels.linear.segment_layout`: no partition visited without events)
-_NO_FLAGS = np.zeros(0, np.bool_)
 
 
 class LinearStream(Partitions):

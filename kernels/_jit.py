@@ -8,6 +8,7 @@ semantics.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import importlib
@@ -24,6 +25,7 @@ import numba.core.codegen
 import numba.core.compiler
 import numba.core.compiler_lock
 import numba.core.compiler_machinery
+import numba.core.inline_closurecall
 import numba.core.typed_passes
 import numba.extending
 import numpy as np
@@ -373,6 +375,44 @@ def jit_inline(fn):
 #: ``linear/arith.py``): inlined by LLVM, compiled without wrappers.
 OVERLOAD_OPTIONS = dict(forceinline=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True,
                         pipeline_class=_CALLEE_PIPELINE)
+
+
+class _NoCopy:
+    """What ``numba.core.inline_closurecall`` sees as its ``copy`` module while :func:`_inline_own_ir`
+    inlines a body whose IR was built for that call alone: ``deepcopy`` returns its argument."""
+
+    @staticmethod
+    def deepcopy(x, memo=None):
+        return x
+
+
+_inline_function = numba.core.inline_closurecall.InlineWorker.inline_function
+
+
+def _inline_own_ir(self, caller_ir, block, i, function, arg_typs=None):
+    """``InlineWorker.inline_function`` for :func:`jit_body` kernels: Numba builds the callee's IR
+    afresh for the call, then ``inline_ir`` deep-copies its blocks twice, once to change them and
+    once to return the unchanged IR, which Numba's callers drop. For a cepvec kernel's body the copies
+    are skipped (the IR is this call's own): they were a third of a first ``WITHIN ... SLIDE`` run's
+    compiling (docs/performance-log.md, session 51). Other functions (a user's ``inline="always"``)
+    take Numba's method; the compiler lock keeps the swap of ``copy`` to this one call."""
+    if getattr(function, "__module__", "").split(".")[0] not in ("cepvec", "kernels"):
+        return _inline_function(self, caller_ir, block, i, function, arg_typs=arg_typs)
+    callee_ir = self.run_untyped_passes(function)
+    module = numba.core.inline_closurecall
+    saved, module.copy = module.copy, _NoCopy
+    try:
+        return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+    finally:
+        module.copy = saved
+
+
+#: Whether this Numba inlines as :func:`_inline_own_ir` expects (0.60-0.68: ``inline_function`` runs the
+#: untyped passes, then ``inline_ir``, whose only use of the ``copy`` module is the IR's copies).
+OWN_IR_INLINE = (getattr(numba.core.inline_closurecall, "copy", None) is copy
+                 and hasattr(numba.core.inline_closurecall.InlineWorker, "run_untyped_passes"))
+if OWN_IR_INLINE:
+    numba.core.inline_closurecall.InlineWorker.inline_function = _inline_own_ir
 
 
 def jit_body(fn):

@@ -234,3 +234,37 @@ def test_without_the_numba_internals_a_callee_compiles_as_plain_numba(monkeypatc
     cres = next(iter(plain.overloads.values()))
     assert type(cres.library) is numba.core.codegen.JITCodeLibrary
     assert type(plain._cache._impl) is numba.core.caching.CompileResultCacheImpl
+
+
+def _body(x, k):  # (a loop body inlined at the IR level, as jit_body's are)
+    s = 0
+    for i in range(k):
+        s += x[i] * (i + 1)
+    return s
+
+
+def _caller_of(body):
+    def caller(x):
+        return body(x, 3) + body(x, 2)  # two call sites: each inlines its own IR
+    return caller
+
+
+@pytest.mark.parametrize("module", ["cepvec.kernels.probe", "user_code"])
+def test_a_body_inlines_without_copying_its_ir_and_others_as_numba_does(monkeypatch, module):
+    """``_jit._inline_own_ir``: a cepvec body's IR, built afresh for each inlining, is inlined without
+    ``inline_ir``'s two deep copies of its blocks; a function of another module (a user's
+    ``inline="always"``) takes Numba's own method, copies included. Both compile to the same results."""
+    import copy
+
+    import numba.core.inline_closurecall as inline_closurecall
+
+    assert _jit.OWN_IR_INLINE
+    copied = []
+    monkeypatch.setattr(inline_closurecall, "copy", type("Copy", (), {
+        "deepcopy": staticmethod(lambda x, memo=None: copied.append(1) or copy.deepcopy(x, memo))}))
+    body = type(_body)(_body.__code__, _body.__globals__, "_body")
+    body.__module__ = module
+    caller = numba.njit(_caller_of(numba.njit(inline="always")(body)))
+    x = np.arange(1, 5, dtype=np.int64)
+    assert caller(x) == _body(x, 3) + _body(x, 2)
+    assert (len(copied) > 0) == (module == "user_code")

@@ -299,6 +299,24 @@ def test_batches_of_other_schemas_in_one_call(monkeypatch, coalesce_rows):
     assert_same(got, want.cast(got.schema), text)
 
 
+def test_columns_the_query_does_not_read_are_left_alone():
+    """Columns no query clause reads (a nested list, a String with nulls, a dictionary) are not
+    converted: the rows are those of the input without them; a column the query reads that is missing
+    is an error that lists every column of the input."""
+    text = ABCD_QUERIES[1]
+    q = cepvec.compile(text)
+    table = kernel_order(q, ABCD).select("type", "time", "id", "x", "v").to_arrow()
+    n = len(table)
+    wide = table.append_column("tags", pa.array([[i, i + 1] for i in range(n)])) \
+        .append_column("note", pa.array([None if i % 3 else f"n{i}" for i in range(n)], pa.large_string())) \
+        .append_column("kind", pa.array([f"k{i % 4}" for i in range(n)]).dictionary_encode())
+    k = cepvec.kernel(text)
+    assert_same(collect(k, wide.to_batches(max_chunksize=97)), collect(k, table.to_batches(max_chunksize=97)), text)
+    with pytest.raises(cepvec.CepvecPlanError, match="tags") as err:
+        collect(cepvec.kernel(text), wide.drop_columns(["id"]).to_batches())
+    assert "'id'" in str(err.value)
+
+
 choice_open = type(choose(cepvec.compile(ABCD_QUERIES[1]))).open  # (before a test replaces it)
 
 

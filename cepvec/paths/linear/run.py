@@ -54,12 +54,12 @@ _NO_FLAGS = np.zeros(0, np.bool_)
 
 def encoding_kernels_loaded() -> bool:
     """Whether this process holds the linear path's encoding kernels (partition ids, type codes, the
-    segment layout and the scatter into partition order), compiled or loaded from the cache by a batch
+    scatter into partition order), compiled or loaded from the cache by a batch
     of ``_jit.NUMPY_BELOW`` rows or more. Until then a batch of fewer rows is encoded in Polars and
     NumPy: a first run on a cold cache compiles only the kernel that counts (a grouped ``SEQ`` over 64
     events: 3.7-4.8 s -> 1.6-1.7 s, docs/performance-log.md, session 51). Once they are held, few rows
     take them too: 1-4 ms faster a batch of 200-16 000 rows."""
-    return len(K.segment_layout.overloads) > 0
+    return len(K.fill_events.overloads) > 0
 
 
 class LinearStream(Partitions):
@@ -448,8 +448,8 @@ class LinearStream(Partitions):
         first, second = (counts[0], counts[1] if k == 2 else _NO_COUNTS) if k <= 2 else \
             (np.add.reduce(counts), _NO_COUNTS)
         seg_start, total, (seg_pid, seg_lo, seg_hi, replay), (run_pid, run_lo, run_hi, run_replay) = \
-            (K.segment_layout_numpy if small else K.segment_layout)(n_carry, first, second, also,
-                                                                     self.min_events if skip else 0, starts)
+            (K.segment_layout_numpy if n_parts < _jit.NUMPY_BELOW else K.segment_layout)(
+                n_carry, first, second, also, self.min_events if skip else 0, starts)
         for j in range(1, k if k > 2 else 1):  # (segment_layout wrote the first piece's; the others follow it)
             np.add(starts[j - 1], counts[j - 1], out=starts[j])
         # spare slots at the end, a cache line apart: fill_events writes dropped events there

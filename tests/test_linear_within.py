@@ -1,7 +1,7 @@
 """The WITHIN, EMIT CHANGES and SLIDE loops of the linear-map kernels: the two-stack queue and the inverse loops.
 
 ``windows._drive_within`` keeps the window in a two-stack queue. When every program of a
-query is a count step (flag ``F_INV``: no reset, no self-loop, coefficients 1),
+query is a count or sum step (flag ``F_INV``: no reset, no self-loop) and the weights are >= 0,
 ``windows._drive_within_inverse`` keeps the window's map itself and takes an event out by
 applying its inverse. Both must give the same totals and leave the same segments to the
 general loop; the engine tests (tests/test_engine_agreement.py) check the results of both
@@ -29,26 +29,31 @@ from tests.strategies import examples
 _GAPS = st.sampled_from([0, 1, 1, 1, 2, 3])
 #: rows of the start vector's ones: mostly the counts' own start e_0, also other rows and two ones
 _ONES = st.one_of(st.just([0]), st.lists(st.integers(0, 4), min_size=1, max_size=2, unique=True))
+#: positions whose steps are a SUM's (the event's weight, >= 0: the inverse loops' condition), and the weights
+_WEIGHTED = st.one_of(st.just(frozenset()), st.frozensets(st.integers(0, 3), min_size=1, max_size=2))
+_WEIGHTS = st.lists(st.integers(0, 5), min_size=60, max_size=60)
 
 
-def _sequence_programs(pattern: list[int], n_types: int) -> tuple[list, int]:
+def _sequence_programs(pattern: list[int], n_types: int, weighted=frozenset()) -> tuple[list, int]:
     """The programs of ``SEQ`` over ``pattern`` (a type per position, types may repeat): state ``i``
-    counts the matches of the first ``i`` positions; the last state is the output row."""
+    counts the matches of the first ``i`` positions, or sums the products of the weights of the
+    positions in ``weighted`` (the event's weight 0); the last state is the output row."""
     k = len(pattern)
     progs = []
     for ty in range(n_types):
-        trips = [(i + 1, i, -1) for i in range(k) if pattern[i] == ty]
+        trips = [(i + 1, i, 0 if i in weighted else -1) for i in range(k) if pattern[i] == ty]
         progs.append((trips, set(), pattern[-1] == ty))
     return progs, k
 
 
-def _segments(pattern, events, cuts, ones):
+def _segments(pattern, events, cuts, ones, weighted=frozenset(), weights=()):
     """The program table of ``SEQ`` over ``pattern``, its output row ``k``, a start vector with ones at
     ``ones`` (one or two rows, taken modulo ``k + 1``: the fast loops take one or two ones, ``j0`` and
     ``j1``, -1 for none; a start of ``e_0`` counts the matches), and the events ``(gap, type)`` cut into
     segments at ``cuts``, each tie sorted by rank as the engine does:
-    ``(PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w)``."""
-    progs, k = _sequence_programs(pattern, 3)
+    ``(PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w)``. With positions ``weighted``, event ``i``
+    weighs ``weights[i]`` there (a SUM's steps)."""
+    progs, k = _sequence_programs(pattern, 3, weighted)
     PT = K.pack_programs(progs, np.array([k]))
     js = sorted({j % (k + 1) for j in ones})
     v0 = np.zeros(k + 1, np.int64)
@@ -59,20 +64,21 @@ def _segments(pattern, events, cuts, ones):
     bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
     seg_lo = np.array(bounds[:-1], np.int64)
     seg_hi = np.array(bounds[1:], np.int64)
-    ev_w = np.zeros((len(events), 0), np.int64)
+    ev_w = (np.array(weights[:len(events)], np.int64).reshape(-1, 1) if weighted
+            else np.zeros((len(events), 0), np.int64))
     if len(seg_lo) and K.order_ties(seg_lo, seg_hi, t, prog, ev_w, PT):
         K.order_long_ties(seg_lo, seg_hi, t, prog, ev_w, PT)
     return PT, k, v0, np.int64(j0), np.int64(j1), t, prog, seg_lo, seg_hi, ev_w
 
 
-def test_count_steps_are_invertible_and_the_others_are_not():
+def test_count_and_sum_steps_are_invertible_and_the_others_are_not():
     out = np.array([3])
     PT = K.pack_programs([([(1, 0, -1)], set(), False), ([(2, 1, -1), (1, 0, -1)], set(), False),
-                          ([(3, 2, -1)], set(), True)], out)
-    assert all(PT[PT[p]] & K.F_INV for p in range(3))
+                          ([(3, 2, -1)], set(), True), ([(2, 1, 0)], set(), False)],  # SUM(b.x): a weight
+                         out)
+    assert all(PT[PT[p]] & K.F_INV for p in range(4))
     for prog in [([(1, 0, -1), (1, 1, -1)], set(), False),  # A+: a self-loop
-                 ([], {1}, False),  # a negation resets row 1
-                 ([(2, 1, 0)], set(), False)]:  # SUM(b.x): a coefficient from the event
+                 ([], {1}, False)]:  # a negation resets row 1
         PT = K.pack_programs([([(1, 0, -1)], set(), False), prog, ([(3, 2, -1)], set(), True)], out)
         assert not PT[PT[1]] & K.F_INV
 
@@ -81,9 +87,10 @@ def test_count_steps_are_invertible_and_the_others_are_not():
 @given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
        events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
        w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3), replay=st.integers(0, 4),
-       ones=_ONES)
-def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, replay, ones):
-    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones)
+       ones=_ONES, weighted=_WEIGHTED, weights=_WEIGHTS)
+def test_the_inverse_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, replay, ones, weighted,
+                                                         weights):
+    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones, weighted, weights)
     D, n_seg = k + 1, len(seg_lo)
     seg_pid = np.arange(n_seg, dtype=np.int64)
     seg_replay = np.minimum(seg_hi - seg_lo, replay).astype(np.int64)
@@ -226,12 +233,12 @@ def test_a_tie_times_a_count_past_int64_is_an_error(per_type, last, ties):
 @given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
        events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
        w=st.integers(1, 12), s=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3),
-       start=st.integers(-3, 3), ones=_ONES, cap=st.booleans())
+       start=st.integers(-3, 3), ones=_ONES, cap=st.booleans(), weighted=_WEIGHTED, weights=_WEIGHTS)
 def test_the_inverse_slide_loop_agrees_with_the_two_stack_queue(pattern, events, w, s, cuts, start, ones,
-                                                                 cap):
+                                                                 cap, weighted, weights):
     """The same for ``WITHIN w SLIDE s`` (``_drive_slide_inverse``: the windows each segment closes,
     resumed where a segment starts (``next_k``), up to a limit inside or past the input)."""
-    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones)
+    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones, weighted, weights)
     n_seg = len(seg_lo)
     seg_pid = np.arange(n_seg, dtype=np.int64)
     limit = np.int64((int(t[-1]) if len(t) else 0) + (w + s if cap else 0))
@@ -252,11 +259,12 @@ def test_the_inverse_slide_loop_agrees_with_the_two_stack_queue(pattern, events,
 @given(pattern=st.lists(st.integers(0, 2), min_size=1, max_size=4),
        events=st.lists(st.tuples(_GAPS, st.integers(0, 2)), min_size=5, max_size=60),
        w=st.integers(1, 12), cuts=st.lists(st.integers(1, 60), max_size=3),
-       emit=st.lists(st.integers(0, 150), max_size=30), ones=_ONES)
-def test_the_inverse_emit_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, emit, ones):
+       emit=st.lists(st.integers(0, 150), max_size=30), ones=_ONES, weighted=_WEIGHTED, weights=_WEIGHTS)
+def test_the_inverse_emit_loop_agrees_with_the_two_stack_queue(pattern, events, w, cuts, emit, ones, weighted,
+                                                              weights):
     """The same for ``WITHIN w EMIT CHANGES`` (``_drive_emit_inverse``: a result at each emit time,
     over the window before it; emit times before, between, on and after the events)."""
-    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones)
+    PT, k, v0, j0, j1, t, prog, seg_lo, seg_hi, ev_w = _segments(pattern, events, cuts, ones, weighted, weights)
     n_seg = len(seg_lo)
     seg_pid = np.arange(n_seg, dtype=np.int64)
     emit_times = np.unique(np.array(emit + [int(x) for x in t[::4]], np.int64))
@@ -295,6 +303,49 @@ def test_a_count_that_leaves_int64_on_the_inverse_loop_raises_and_one_below_is_e
         with pytest.raises(CepvecOverflowError):
             cepvec.run(q, df)
         assert cepvec.run(q, df, numeric="float64")["COUNT(*)"][0] == pytest.approx(want, rel=1e-9)
+
+
+_SUMS = ["RETURN id, COUNT(*), SUM(B.k), AVG(C.k) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 6",
+         "RETURN id, SUM(A.k), SUM(C.k) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 9 SLIDE 3",
+         "RETURN id, COUNT(*), SUM(B.k) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 5 EMIT CHANGES"]
+
+
+@pytest.mark.parametrize("text", _SUMS)
+@pytest.mark.parametrize("lowest", [0, -2])
+def test_integer_sums_take_the_inverse_loops_only_with_weights_of_zero_or_more(text, lowest, monkeypatch):
+    """A SUM of an integer column is a step of the event's weight: with every weight >= 0 its window's
+    map is undone exactly (the inverse loops), with one below 0 the two-stack queue takes it. Both give
+    the reference engine's rows."""
+    drives = {}
+    for name in ("_drive_within", "_drive_slide", "_drive_emit"):
+        for kind in ("", "_inverse"):
+            f = getattr(linear_run, name + kind)
+            monkeypatch.setattr(linear_run, name + kind,
+                                lambda *a, _f=f, _n=kind or "_stack": drives.update({_n: True}) or _f(*a))
+    rng = np.random.default_rng(7)
+    n = 120
+    df = pl.DataFrame({"type": np.array(list("ABCD"))[rng.integers(0, 4, n)],
+                       "time": np.sort(rng.integers(0, 60, n)), "id": rng.integers(0, 3, n),
+                       "k": rng.integers(lowest, 9, n)})
+    got = cepvec.run(text, df)
+    want = cepvec.run(text, df, engine="reference")
+    assert got.sort(got.columns).equals(want.select(got.columns).sort(got.columns))
+    # (the counts of a query take an inverse or the chain loop either way)
+    assert ("_stack" in drives) == (lowest < 0) and ("_inverse" in drives or lowest < 0)
+
+
+@pytest.mark.parametrize("weight", [2 ** 40, 2 ** 46])
+def test_a_sum_that_leaves_int64_on_the_inverse_loop_raises_and_one_below_is_exact(weight):
+    """64 A, 64 B of weight ``weight``, 64 C, one window: SUM(B.k) = 64^3 * weight, 2^58 (exact) or 2^64
+    (raises): the inverse loop leaves the segment whose sum overflows to the general loop."""
+    df = pl.DataFrame({"type": ["A"] * 64 + ["B"] * 64 + ["C"] * 64, "time": np.arange(192, dtype=np.int64),
+                       "k": [0] * 64 + [weight] * 64 + [0] * 64})
+    q = "RETURN SUM(B.k) PATTERN SEQ(A, B, C) WITHIN 1000 SLIDE 1000"
+    if 64 ** 3 * weight < 2 ** 63:
+        assert cepvec.run(q, df)["SUM(B.k)"].to_list() == [64 ** 3 * weight]
+    else:
+        with pytest.raises(CepvecOverflowError):
+            cepvec.run(q, df)
 
 
 def test_a_later_part_of_the_pattern_that_leaves_int64_raises_without_a_match():

@@ -496,3 +496,41 @@ class SeqABCAggregatesDuckDB:
 
     def time_duckdb_bucketed(self, n_events, data):
         self.con.execute(DUCKDB_BUCKETED_SUMS.format(w=50)).fetchall()
+
+
+#: integer sums beside the count, one query per window mode
+INT_SUMS = {"within": "WITHIN 50", "slide": "WITHIN 50 SLIDE 10", "emit": "WITHIN 50 EMIT CHANGES"}
+
+
+class SeqABCIntSums:
+    """``COUNT(*), SUM(B.q), AVG(C.q)`` of an integer column ``q`` (0-9 999) under each window mode
+    (``INT_SUMS``), 10^6 events, both distributions. With every weight >= 0 a sum step is undone exactly
+    by its inverse, so these streams keep the window's map (``windows._within_inverse`` and its SLIDE and
+    EMIT CHANGES twins) instead of the two-stack queue. Baseline in the same run: ``time_two_stack``,
+    the same run on the two-stack queue (what a negative weight in the batch gives, and every integer
+    sum before)."""
+
+    params = [[1_000_000], list(INT_SUMS), list(DISTRIBUTIONS)]
+    param_names = ["n_events", "window", "data"]
+    timeout = 600
+
+    def setup(self, n_events, window, data):
+        from cepvec.kernels.linear import run as kernel_run
+
+        rng = np.random.default_rng(SEED + 2)
+        self.events = DISTRIBUTIONS[data](n_events, 10).with_columns(q=pl.Series(rng.integers(0, 10_000, n_events)))
+        self.query = cepvec.compile(f"RETURN id, COUNT(*), SUM(B.q), AVG(C.q) PATTERN SEQ(A, B, C) WHERE [id] "
+                                    f"GROUP-BY id {INT_SUMS[window]}")
+        self.kernel_run, self.nonnegative = kernel_run, kernel_run._weights_nonnegative
+        cepvec.run(self.query, self.events[:1_000])
+        self.time_two_stack(n_events, window, data)
+
+    def time_run(self, n_events, window, data):
+        cepvec.run(self.query, self.events)
+
+    def time_two_stack(self, n_events, window, data):
+        self.kernel_run._weights_nonnegative = lambda *a: False
+        try:
+            cepvec.run(self.query, self.events)
+        finally:
+            self.kernel_run._weights_nonnegative = self.nonnegative

@@ -23,8 +23,9 @@ F_DELTA = 8  # WITHIN: the output rows change by sum(coef * x[src]) over the END
 F_FAST = 16  # F_LEFT and F_RIGHT: the fast loops may run it
 F_FASTW = 32  # F_FAST, and F_DELTA if F_END: the WITHIN fast loop may run it
 F_TIE = 64  # two events of this program with one time stamp may run one after the other
-# F_FASTW, no reset, no self-loop and coefficient 1 on every triplet: the map is I + N with N >= 0, whose
-# inverse the WITHIN loop applies to take an event out of the window (``windows._within_inverse``)
+# F_FASTW, no reset and no self-loop: the map is I + N with N strictly off the diagonal, N >= 0 when the
+# event's weights are (coefficients 1, or weights >= 0), whose inverse the WITHIN, EMIT CHANGES and SLIDE
+# loops apply to take an event out of the window (``windows._within_inverse``)
 F_INV = 128
 TIE_SHIFT = 8  # flags >> TIE_SHIFT: the program's tie rank (0: never in place in a tie)
 HDR = 4  # header words per program: flags, n_trip, n_reset, n_end

@@ -57,7 +57,7 @@ def pack_programs(progs, out_rows):
             flags |= F_FAST
             if not (flags & F_END) or flags & F_DELTA:
                 flags |= F_FASTW
-                if not resets and all(d != s and wk < 0 for d, s, wk in trips):
+                if not resets and all(d != s for d, s, _ in trips):
                     flags |= F_INV
         if ranks[len(offs)]:
             flags |= ranks[len(offs)] << TIE_SHIFT

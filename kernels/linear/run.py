@@ -52,8 +52,9 @@ def run_segments(mode, w, s, check,
     (grouped by partition, keys increasing within a partition).
 
     Plain Python (releases no GIL itself; the jitted parts do): each mode has its
-    own jitted driver around its fast loop (WITHIN, EMIT and SLIDE two: the inverse loop when every program is a
-    count step, ``F_INV``, with int64 state; the two-stack queue otherwise), and segments the fast loop leaves
+    own jitted driver around its fast loop (WITHIN, EMIT and SLIDE two: the inverse loop when every program is
+    a count or sum step, ``F_INV``, with int64 state and weights >= 0; the two-stack queue otherwise), and
+    segments the fast loop leaves
     (equal time stamps, programs not in place) go through :func:`_run_general`.
     Separate entry points keep the first call's compilation to the mode in use
     (Numba compiles every function a jitted function may call).
@@ -65,7 +66,8 @@ def run_segments(mode, w, s, check,
     flat_ok = 1 <= len(nz) <= 2 and bool(np.all((v0 == 0) | (v0 == one)))
     j0 = int(nz[0]) if len(nz) else 0
     j1 = int(nz[1]) if len(nz) > 1 else -1
-    inverse = v0.dtype == np.int64 and _all_inverse(PT)  # counts: the loops that keep the window's map
+    # exact counts and sums of weights >= 0: the loops that keep the window's map
+    inverse = v0.dtype == np.int64 and _all_inverse(PT) and _weights_nonnegative(seg_lo, seg_hi, ev_w)
     if not flat_ok:
         slow[:] = True
         outs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(out_rows)), v0.dtype))
@@ -138,6 +140,15 @@ def _all_inverse(PT) -> bool:
     """Whether every program of ``PT`` carries ``F_INV``: WITHIN, EMIT CHANGES and SLIDE then run the
     inverse loops (``_drive_within_inverse``, ``_drive_emit_inverse``, ``_drive_slide_inverse``)."""
     return len(PT) > 0 and bool(np.all(PT[PT[:PT[0]]] & F_INV))
+
+
+def _weights_nonnegative(seg_lo, seg_hi, ev_w) -> bool:
+    """Whether the weights of the segments' events are all >= 0: a program with ``F_INV`` and weights is
+    then a map ``I + N`` with ``N >= 0``, which the inverse loops undo exactly (a weight < 0 would let a
+    value of the window's map exceed the map's own and overflow on the way: the two-stack loops take it)."""
+    if ev_w.shape[1] == 0 or not len(seg_lo):
+        return True
+    return bool(ev_w[int(seg_lo.min()):int(seg_hi.max())].min() >= 0)
 
 
 @jit_callee

@@ -14,7 +14,7 @@ every iteration), branch-free overflow tests, few live arrays in a loop
 (register pressure), loops over slices from index 0 (no wraparound code).
 About 25 ns per event for WITHIN of SEQ(A, B, C), whatever the window.
 
-Counts (every program ``F_INV``, int64 state) take the inverse loops instead,
+Counts and integer sums of weights >= 0 (every program ``F_INV``, int64 state) take the inverse loops instead,
 :func:`_within_inverse`, :func:`_emit_inverse` and :func:`_slide_inverse`: variants of the
 sources of :func:`_within_fast`, :func:`_emit_fast` and :func:`_slide_fast` with the global
 ``INVERSE`` true, which keep the
@@ -201,14 +201,14 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
 
     Two loops from this source (a global ``INVERSE`` that Numba folds, ``_jit.variant``):
     :func:`_within_fast`, the two-stack queue, and :func:`_within_inverse`, for segments whose
-    programs all carry ``F_INV`` (count steps: no reset, no self-loop, coefficients 1). The
+    programs all carry ``F_INV`` (no reset, no self-loop; weights >= 0, see ``run._weights_nonnegative``). The
     inverse loop keeps the window's map ``W = M_e ... M_f`` (D x D, row-major in ``W[:D * D]``):
-    a new event multiplies it on the left as in the two-stack loop (row ``dst += `` row ``src``
+    a new event multiplies it on the left as in the two-stack loop (row ``dst += coef *`` row ``src``
     per triplet), an event that leaves the window on the right by its inverse (``W <- W M_f^-1``:
-    column ``src -= `` column ``dst`` per triplet, in the triplets' order). No queue and no
-    flips: the window state is ``W v0``. Every value it holds is a count of the window or of a
-    part of it, so a subtraction never overflows; a sum that does returns ``ST_SLOW`` (the
-    general loop decides whether the results overflow).
+    column ``src -= coef *`` column ``dst`` per triplet, in the triplets' order). No queue and no
+    flips: the window state is ``W v0``. Every value it holds is a count or a sum of weights >= 0 over
+    the window or a part of it, never more than the window's own, so a subtraction never overflows; a
+    sum that does returns ``ST_SLOW`` (the general loop decides whether the results overflow).
     """
     U0 = 2 * D * D
     flag = F_INV if INVERSE else F_FASTW
@@ -232,8 +232,14 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
                 for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
                     d = PT[_U64(kt)]
                     sc = PT[_U64(kt + 1)]
-                    for r in range(D):
-                        W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+                    wk = PT[_U64(kt + 2)]
+                    if wk < 0:
+                        for r in range(D):
+                            W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+                    else:  # a weight (>= 0): each product is at most the value it is taken from
+                        wv = ev_w[_U64(f_lo * nw + wk)]
+                        for r in range(D):
+                            W[_U64(r * D + sc)] -= wv * W[_U64(r * D + d)]
             elif f_lo == f_hi:
                 if e - f_hi > capm1:
                     return ST_GROW_U, e - f_hi, 0
@@ -255,16 +261,20 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
                     ys, f = _fdot(W, PT[_U64(kk + 1)] * D, ui, D)
                     ovf |= f
                 wk = PT[_U64(kk + 2)]
-                if not INVERSE and wk >= 0:  # (coefficients are 1 in the inverse loop)
+                if wk >= 0:
                     ys, f = _mul(ys, ev_w[_U64(e * nw + wk)])
                     ovf |= f
                 d = _U64(PT[_U64(kk)])
                 v, f = _add(xrow[d], ys)
                 ovf |= f
                 xrow[d] = v
-        if INVERSE:  # W <- M_e W: no resets, coefficients 1
+        if INVERSE:  # W <- M_e W: no resets; a weight is >= 0
             for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
-                ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+                wk = PT[_U64(kt + 2)]
+                if wk < 0:
+                    ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+                else:
+                    ovf |= _frow_axpy(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, ev_w[_U64(e * nw + wk)], D)
         else:
             ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
         if ovf < 0:
@@ -311,8 +321,14 @@ def _emit_loop(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
                 for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
                     d = PT[_U64(kt)]
                     sc = PT[_U64(kt + 1)]
-                    for r in range(D):
-                        W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+                    wk = PT[_U64(kt + 2)]
+                    if wk < 0:
+                        for r in range(D):
+                            W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+                    else:
+                        wv = ev_w[_U64(f_lo * nw + wk)]
+                        for r in range(D):
+                            W[_U64(r * D + sc)] -= wv * W[_U64(r * D + d)]
             elif f_lo == f_hi:
                 if e - f_hi > capm1:
                     return ST_GROW_U, n_out, e - f_hi, 0
@@ -349,10 +365,14 @@ def _emit_loop(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
                         out_val[n_out, r] = y
                     n_out += 1
         else:
-            if INVERSE:  # W <- M_e W: no resets, coefficients 1
+            if INVERSE:  # W <- M_e W: no resets; a weight is >= 0
                 o = PT[_U64(ev_prog[_U64(e)])]
                 for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
-                    ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+                    wk = PT[_U64(kt + 2)]
+                    if wk < 0:
+                        ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+                    else:
+                        ovf |= _frow_axpy(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, ev_w[_U64(e * nw + wk)], D)
             else:
                 ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
             e += 1
@@ -416,8 +436,14 @@ def _slide_loop(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
                     for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
                         d = PT[_U64(kt)]
                         sc = PT[_U64(kt + 1)]
-                        for r in range(D):
-                            W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+                        wk = PT[_U64(kt + 2)]
+                        if wk < 0:
+                            for r in range(D):
+                                W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+                        else:
+                            wv = ev_w[_U64(f_lo * nw + wk)]
+                            for r in range(D):
+                                W[_U64(r * D + sc)] -= wv * W[_U64(r * D + d)]
                 elif f_lo == f_hi:
                     if e - f_hi > capm1:
                         return ST_GROW_U, n_out, k, e - f_hi, 0, e, f_lo, f_hi
@@ -473,10 +499,14 @@ def _slide_loop(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
             return st_ovf, n_out, k, 0, t, e, f_lo, f_hi
         if at_end:
             break
-        if INVERSE:  # W <- M_e W: no resets, coefficients 1
+        if INVERSE:  # W <- M_e W: no resets; a weight is >= 0
             o = PT[_U64(ev_prog[_U64(e)])]
             for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
-                ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+                wk = PT[_U64(kt + 2)]
+                if wk < 0:
+                    ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+                else:
+                    ovf |= _frow_axpy(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, ev_w[_U64(e * nw + wk)], D)
         else:
             ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
         if ovf < 0:

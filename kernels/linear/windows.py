@@ -177,6 +177,41 @@ def _fdot(W, r, u, D):
     return acc, f
 
 
+@jit_body
+def _inv_push(W, D, e, ev_prog, ev_w, nw, PT):
+    """The inverse loops' ``W <- M_e W`` (no resets; a weight is >= 0): row ``dst += coef *`` row ``src``
+    per triplet, in order. Returns the overflow flag."""
+    o = PT[_U64(ev_prog[_U64(e)])]
+    f = np.int64(0)
+    for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
+        wk = PT[_U64(kt + 2)]
+        if wk < 0:
+            f |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
+        else:
+            f |= _frow_axpy(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, ev_w[_U64(e * nw + wk)], D)
+    return f
+
+
+@jit_body
+def _inv_pop(W, D, f, ev_prog, ev_w, nw, PT):
+    """The inverse loops' ``W <- W M_f^-1``: column ``src -= coef *`` column ``dst`` per triplet, in the
+    triplets' order. Exact, and no subtraction overflows: each value taken is at most the one it is
+    taken from (``_within_loop``). A helper typed inside each loop (``jit_body``): as a ``jit_inline``
+    function taking ``W`` it cost the loop 18% (reference counting; docs/performance-log.md, session 37)."""
+    of = PT[_U64(ev_prog[_U64(f)])]
+    for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
+        d = PT[_U64(kt)]
+        sc = PT[_U64(kt + 1)]
+        wk = PT[_U64(kt + 2)]
+        if wk < 0:
+            for r in range(D):
+                W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
+        else:
+            wv = ev_w[_U64(f * nw + wk)]
+            for r in range(D):
+                W[_U64(r * D + sc)] -= wv * W[_U64(r * D + d)]
+
+
 @jit_inline
 def _fflip(W, D, f_hi, e, ev_prog, ev_w, nw, PT, capm1, j0, j1):
     """The flip of the pop loop (see above); returns the overflow flag. Takes few arrays."""
@@ -226,20 +261,8 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
             return ST_SLOW, 0, 0
         bound = t - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-            if INVERSE:  # W <- W M_f^-1, written out in each of the 3 loops: as a jit_inline helper taking W
-                # 18% slower (reference counting), as a jit_body helper 4% (docs/performance-log.md, session 37)
-                of = PT[_U64(ev_prog[_U64(f_lo)])]
-                for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
-                    d = PT[_U64(kt)]
-                    sc = PT[_U64(kt + 1)]
-                    wk = PT[_U64(kt + 2)]
-                    if wk < 0:
-                        for r in range(D):
-                            W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
-                    else:  # a weight (>= 0): each product is at most the value it is taken from
-                        wv = ev_w[_U64(f_lo * nw + wk)]
-                        for r in range(D):
-                            W[_U64(r * D + sc)] -= wv * W[_U64(r * D + d)]
+            if INVERSE:
+                _inv_pop(W, D, f_lo, ev_prog, ev_w, nw, PT)
             elif f_lo == f_hi:
                 if e - f_hi > capm1:
                     return ST_GROW_U, e - f_hi, 0
@@ -268,13 +291,8 @@ def _within_loop(w, n, replay_end, ev_time, ev_prog, ev_w, nw, PT, W, D, capm1, 
                 v, f = _add(xrow[d], ys)
                 ovf |= f
                 xrow[d] = v
-        if INVERSE:  # W <- M_e W: no resets; a weight is >= 0
-            for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
-                wk = PT[_U64(kt + 2)]
-                if wk < 0:
-                    ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
-                else:
-                    ovf |= _frow_axpy(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, ev_w[_U64(e * nw + wk)], D)
+        if INVERSE:
+            ovf |= _inv_push(W, D, e, ev_prog, ev_w, nw, PT)
         else:
             ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
         if ovf < 0:
@@ -316,19 +334,8 @@ def _emit_loop(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
         te = emit_times[_U64(ep)] if query else t
         bound = te - w
         while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-            if INVERSE:  # W <- W M_f^-1, as in _within_loop
-                of = PT[_U64(ev_prog[_U64(f_lo)])]
-                for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
-                    d = PT[_U64(kt)]
-                    sc = PT[_U64(kt + 1)]
-                    wk = PT[_U64(kt + 2)]
-                    if wk < 0:
-                        for r in range(D):
-                            W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
-                    else:
-                        wv = ev_w[_U64(f_lo * nw + wk)]
-                        for r in range(D):
-                            W[_U64(r * D + sc)] -= wv * W[_U64(r * D + d)]
+            if INVERSE:
+                _inv_pop(W, D, f_lo, ev_prog, ev_w, nw, PT)
             elif f_lo == f_hi:
                 if e - f_hi > capm1:
                     return ST_GROW_U, n_out, e - f_hi, 0
@@ -365,14 +372,8 @@ def _emit_loop(w, n, pid, emit_times, ev_time, ev_prog, ev_w, nw, PT, out_rows, 
                         out_val[n_out, r] = y
                     n_out += 1
         else:
-            if INVERSE:  # W <- M_e W: no resets; a weight is >= 0
-                o = PT[_U64(ev_prog[_U64(e)])]
-                for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
-                    wk = PT[_U64(kt + 2)]
-                    if wk < 0:
-                        ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
-                    else:
-                        ovf |= _frow_axpy(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, ev_w[_U64(e * nw + wk)], D)
+            if INVERSE:
+                ovf |= _inv_push(W, D, e, ev_prog, ev_w, nw, PT)
             else:
                 ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
             e += 1
@@ -431,19 +432,8 @@ def _slide_loop(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
                 break
             bound = k * s - 1
             while f_lo < e and ev_time[_U64(f_lo)] <= bound:
-                if INVERSE:  # W <- W M_f^-1, as in _within_inverse
-                    of = PT[_U64(ev_prog[_U64(f_lo)])]
-                    for kt in range(of + HDR, of + HDR + 3 * PT[_U64(of + 1)], 3):
-                        d = PT[_U64(kt)]
-                        sc = PT[_U64(kt + 1)]
-                        wk = PT[_U64(kt + 2)]
-                        if wk < 0:
-                            for r in range(D):
-                                W[_U64(r * D + sc)] -= W[_U64(r * D + d)]
-                        else:
-                            wv = ev_w[_U64(f_lo * nw + wk)]
-                            for r in range(D):
-                                W[_U64(r * D + sc)] -= wv * W[_U64(r * D + d)]
+                if INVERSE:
+                    _inv_pop(W, D, f_lo, ev_prog, ev_w, nw, PT)
                 elif f_lo == f_hi:
                     if e - f_hi > capm1:
                         return ST_GROW_U, n_out, k, e - f_hi, 0, e, f_lo, f_hi
@@ -499,14 +489,8 @@ def _slide_loop(w, s, n, k, slide_limit, ev_time, ev_prog, ev_w, nw, PT, out_row
             return st_ovf, n_out, k, 0, t, e, f_lo, f_hi
         if at_end:
             break
-        if INVERSE:  # W <- M_e W: no resets; a weight is >= 0
-            o = PT[_U64(ev_prog[_U64(e)])]
-            for kt in range(o + HDR, o + HDR + 3 * PT[_U64(o + 1)], 3):
-                wk = PT[_U64(kt + 2)]
-                if wk < 0:
-                    ovf |= _frow_add(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, D)
-                else:
-                    ovf |= _frow_axpy(W, PT[_U64(kt)] * D, PT[_U64(kt + 1)] * D, ev_w[_U64(e * nw + wk)], D)
+        if INVERSE:
+            ovf |= _inv_push(W, D, e, ev_prog, ev_w, nw, PT)
         else:
             ovf |= _fapply(W, _Z, D, e, ev_prog, ev_w, nw, PT, _LEFT)
         if ovf < 0:

@@ -213,12 +213,24 @@ class LinearStream(Partitions):
                 order_keys(df[c.attr], c.kind, self.q, out=w[:, i])
             return w
         wdt = pl.Int64 if self.state == "int64" else pl.Float64
-        exprs = [component_weight(self.plan.components[j].attr, self.plan.components[j].kind, wdt).alias(f"__w{j}")
+        comps = self.plan.components
+        exprs = [component_weight(comps[j].attr, comps[j].kind, wdt, df.schema[comps[j].attr]).alias(f"__w{j}")
                  for j in self.wcols]
         enc = select_weights(df, exprs, self.q)
         if len(exprs) == 1:
             return enc.to_series().to_numpy().astype(self.dtype, copy=False).reshape(len(df), 1)
-        return np.ascontiguousarray(enc.to_numpy().astype(self.dtype, copy=False))
+        # the columns written into the rows (C order, as the kernels read them), the halves of the rows
+        # in threads: Polars' own 2-D array is column-major, and NumPy's copy into row-major took 4-10 ms
+        # of 10^6 rows on one thread, while the pool waited
+        cols = [c.to_numpy() for c in enc.get_columns()]
+        w = np.empty((len(df), len(cols)), self.dtype)
+
+        def fill(r):
+            for i, c in enumerate(cols):
+                w[r[0]:r[1], i] = c[r[0]:r[1]]
+
+        map_threads(fill, threads.halves(len(df)))
+        return w
 
     # -------------------------------------------------------------- partitions
     def _on_new_keys(self) -> None:
@@ -327,7 +339,8 @@ class LinearStream(Partitions):
             return  # state exists (its layout stays), or an occurrence may bind several events of a match
         comps = self.plan.components
         dense = [j for j in self.wcols if comps[j].kind == "nonnull" and len(comps[j].occs) == 1 and
-                 bool(df.select(component_weight(comps[j].attr, "nonnull", pl.Boolean).all()).item())]
+                 bool(df.select(component_weight(comps[j].attr, "nonnull", pl.Boolean,
+                                                 df.schema[comps[j].attr]).all()).item())]
         if not dense:
             return
         self.zero_components = tuple(sorted({*self.zero_components, *dense}))

@@ -339,8 +339,7 @@ class LinearStream(Partitions):
             return  # state exists (its layout stays), or an occurrence may bind several events of a match
         comps = self.plan.components
         dense = [j for j in self.wcols if comps[j].kind == "nonnull" and len(comps[j].occs) == 1 and
-                 bool(df.select(component_weight(comps[j].attr, "nonnull", pl.Boolean,
-                                                 df.schema[comps[j].attr]).all()).item())]
+                 _no_null_nor_nan(df[comps[j].attr])]
         if not dense:
             return
         self.zero_components = tuple(sorted({*self.zero_components, *dense}))
@@ -751,6 +750,12 @@ class LinearRun:
         self.streams[0]._encoded = None
         return build_output_frame(self.q, prep, self.plan, self.streams, self.numeric,
                                   list(self.answers.values()))
+
+
+def _no_null_nor_nan(col: pl.Series) -> bool:
+    """Whether ``col`` holds no null and no NaN (NaN reads as null: ``component_weight``'s non-null count
+    is then 1 on every row). The null count is the column's own; only a float column is read for NaN."""
+    return col.null_count() == 0 and not (col.dtype.is_float() and bool(col.is_nan().any()))
 
 
 def _stream_rows(plan, zero_components) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:

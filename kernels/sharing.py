@@ -412,9 +412,6 @@ def _run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node
                 if leaf_of[type_nodes[a]] >= 0:
                     k += 1
             most_leaves = max(most_leaves, k)
-    most_parts = 1  # most partitions of a group (EMIT CHANGES: an END event gives each of them a row)
-    for gr in range(len(grp_ptr) - 1):
-        most_parts = max(most_parts, grp_ptr[gr + 1] - grp_ptr[gr])
     pend_p = np.empty(longest * most_leaves if emit else 0, np.int64)
     pend_lf = np.empty(longest * most_leaves if emit else 0, np.int64)
     n_pend = np.int64(0)
@@ -431,11 +428,13 @@ def _run_shared(pid, times, codes, pm, ew, type_ptr, type_nodes, node_pred, node
                 if n_out < 0:
                     return -2, i, 0
             # a new time stamp: its events open at most Rw windows each, every opening emitting Q rows;
-            # with EMIT CHANGES an event gives each query a row in each partition of its group
+            # with EMIT CHANGES an END event gives each query of its leaves a row, summed over the
+            # partitions of its group (_emit_changes: one row per group, leaf and output row; the bound
+            # times the partitions of the largest group asked 800 million rows of 4 000 events)
             e = i + 1
             while e < n and times[e] == t:
                 e += 1
-            if n_out + (e - i) * (Q * most_parts if emit else Rw * Q) > cap:
+            if n_out + (e - i) * (Q if emit else Rw * Q) > cap:
                 return 1, i, n_out
         for a in range(start_ptr[c], start_ptr[c + 1] if NEG and has_start else start_ptr[c]):  # a negated start's N
             pr = start_pred[a]

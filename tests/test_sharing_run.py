@@ -159,6 +159,33 @@ def test_shared_executor_on_many_events_and_partitions(window, rows, monkeypatch
 
 
 
+@pytest.mark.parametrize("window", ["EMIT CHANGES", "WITHIN 5 EMIT CHANGES"])
+def test_emit_changes_over_many_partitions_of_one_group_asks_rows_per_event_not_per_partition(window,
+                                                                                                monkeypatch):
+    """[id] and no GROUP-BY: 5 000 partitions of one group, about 1 000 events a time stamp. An END event
+    gives each of its queries one row, the sum over the group's partitions (``_emit_changes``); the room
+    the kernel asks before a time stamp is its events times the queries' rows. It asked that times the
+    partitions of the largest group: 10^7 rows here, 8·10^8 at 40 000 partitions (a MemoryError; found
+    by a differential fuzzer)."""
+    import numpy as np
+
+    from cepvec.sharing.executor import SharedRun
+
+    caps = []
+    buffers = SharedRun._buffers
+    monkeypatch.setattr(SharedRun, "_buffers", lambda self, cap: caps.append(cap) or buffers(self, cap))
+    rng = np.random.default_rng(56)
+    n = 20_000
+    ev = pl.DataFrame({"type": rng.choice(list("ABCDE"), n), "time": np.sort(rng.integers(0, 20, n)),
+                       "id": rng.integers(0, 5_000, n)})
+    texts = {"q0": f"RETURN COUNT(*) PATTERN SEQ(E, A, NOT E) WHERE [id] {window}",
+             "q1": f"RETURN COUNT(*) PATTERN SEQ(D, B) WHERE [id] {window}"}
+    got = cepvec.run_many(texts, ev)
+    assert max(caps) <= SharedRun.FIRST_ROWS, caps
+    for name, text in texts.items():
+        assert_frame_equal(got[name], cepvec.run(text, ev))
+
+
 @pytest.mark.parametrize("window", ["WITHIN 40 SLIDE 10", "WITHIN 40", ""])
 def test_a_workload_without_negation_or_emit_runs_the_plain_kernel(window, monkeypatch):
     """``run_shared_plain`` (``kernels/sharing.py``) compiles neither negations nor EMIT CHANGES: a

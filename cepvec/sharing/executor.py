@@ -416,10 +416,15 @@ class SharedRun:
         if self.held is not None:
             self._run(*self.held)
             self.held = None
-        cap = max(1, self.n_part * self.Rw * len(self.qleaf))
-        out = self._buffers(cap)
-        n = 0 if self.emit else K.emit_open(*self.state[_W:_SLOT_K + 1], self.leaf_of, self.qleaf, *out)
-        chunks = self.chunks + [tuple(a[:n] for a in out)]
+        chunks = list(self.chunks)
+        if not self.emit:  # the windows still open: at most one row per partition, window slot and query leaf
+            # (EMIT CHANGES wrote its rows at its emit times: no such buffers, which for 40 000 partitions of
+            # five queries asked for 10 GB)
+            out = self._buffers(max(1, self.n_part * self.Rw * len(self.qleaf)))
+            n = K.emit_open(*self.state[_W:_SLOT_K + 1], self.leaf_of, self.qleaf, *out)
+            chunks.append(tuple(a[:n] for a in out))
+        if not chunks:
+            chunks = [self._buffers(0)]
         qj, pid, key, val = (np.concatenate([c[i] for c in chunks]) for i in range(4))
         qc = np.array(self.out_rows, np.int64).reshape(-1, 2)
         cells = pl.DataFrame({"__q": qc[qj, 0], "__j": qc[qj, 1], "__pid": pid, "__key": key, "__v": val})

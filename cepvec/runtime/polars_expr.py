@@ -74,14 +74,18 @@ def predicate_mask(exprs, *, default: bool = True) -> pl.Expr:
     return pl.all_horizontal([to_polars(e) for e in exprs]).fill_null(False)
 
 
-def component_weight(attr: str, kind: str, target, dtype=None) -> pl.Expr:
+def may_hold_nan(col: pl.Series) -> bool:
+    """Whether ``col`` may hold a NaN: a float column that does (one pass); no other dtype can."""
+    return col.dtype.is_float() and bool(col.is_nan().any())
+
+
+def component_weight(attr: str, kind: str, target, nan: bool = True) -> pl.Expr:
     """An aggregate component's weight per event, as every path reads it, in dtype ``target``:
     ``sum``, the attribute with null and NaN as 0; ``nonnull``, 1 where it is neither null nor NaN
-    (NaN reads as null, docs/semantics.md). ``dtype``, the attribute's dtype where the caller knows it:
-    a column that holds no floats holds no NaN, and is read without the test (which converts every
-    value to Float64: about half of the time of reading an integer weight)."""
+    (NaN reads as null, docs/semantics.md). ``nan=False`` where the caller knows the column holds no
+    NaN (:func:`may_hold_nan`): it is read without the test, which converts every value to Float64
+    (about half of the time of reading an integer weight)."""
     v = pl.col(attr)
-    nan = dtype is None or dtype.is_float()
     if kind == "nonnull":
         return (v.is_not_null() & _is_nan(v).not_()).cast(target) if nan else v.is_not_null().cast(target)
     return (pl.when(_is_nan(v)).then(None).otherwise(v) if nan else v).fill_null(0).cast(target)

@@ -29,7 +29,7 @@ from cepvec.runtime.output import build_output_frame, overflow_error, select_wei
 from cepvec.runtime.order_keys import ORDER_ONE, check_orderable, order_keys
 from cepvec.paths.linear.plan import LinearPlan
 from cepvec.runtime.partitions import Partitions
-from cepvec.runtime.polars_expr import component_weight, predicate_mask
+from cepvec.runtime.polars_expr import component_weight, may_hold_nan, predicate_mask
 from cepvec.runtime.type_codes import TypeCodes
 from cepvec.runtime import threads
 from cepvec.runtime.threads import map_threads, split_ranges
@@ -214,7 +214,8 @@ class LinearStream(Partitions):
             return w
         wdt = pl.Int64 if self.state == "int64" else pl.Float64
         comps = self.plan.components
-        exprs = [component_weight(comps[j].attr, comps[j].kind, wdt, df.schema[comps[j].attr]).alias(f"__w{j}")
+        nan = {a: may_hold_nan(df[a]) for a in {comps[j].attr for j in self.wcols}}
+        exprs = [component_weight(comps[j].attr, comps[j].kind, wdt, nan[comps[j].attr]).alias(f"__w{j}")
                  for j in self.wcols]
         enc = select_weights(df, exprs, self.q)
         if len(exprs) == 1:
@@ -755,7 +756,7 @@ class LinearRun:
 def _no_null_nor_nan(col: pl.Series) -> bool:
     """Whether ``col`` holds no null and no NaN (NaN reads as null: ``component_weight``'s non-null count
     is then 1 on every row). The null count is the column's own; only a float column is read for NaN."""
-    return col.null_count() == 0 and not (col.dtype.is_float() and bool(col.is_nan().any()))
+    return col.null_count() == 0 and not may_hold_nan(col)
 
 
 def _stream_rows(plan, zero_components) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:

@@ -191,7 +191,7 @@ class TrendStream:
         for j, c in enumerate(plan.components):
             wdt = pl.Float64 if (self.comp_float[j] or not self.int_state) else pl.Int64
             x = pl.lit(1, dtype=wdt) if c.kind == "count" else component_weight(c.attr, c.kind, wdt,
-                                                                                 df.schema[c.attr])
+                                                                                 df.schema[c.attr].is_float())
             exprs.append(x.alias(f"__w{j}"))
         same = {}  # a threshold that is the key's own expression (S.x < NEXT(S).x) is encoded once
         for k, kx, tx, dom in self.keyed:

@@ -24,6 +24,10 @@ QUERIES = {
     "trend": ("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x < NEXT(A).x GROUP-BY id WITHIN 400 SLIDE 200",
               1_000_000),
     "scan": ("RETURN id, COUNT(*) PATTERN A+ WHERE [id] AND A.x + NEXT(A).x != 3 GROUP-BY id WITHIN 20", 400_000),
+    # a float SUM and AVG beside the count: two streams (exact counts on the chain loop, the float sums on
+    # the two-stack queue), the weights read per batch
+    "sums": ("RETURN id, COUNT(*), SUM(A.x), AVG(C.x) PATTERN SEQ(A, B, C) WHERE [id] GROUP-BY id WITHIN 50",
+             1_000_000),
     # MIN / MAX on the linear maps: the order keys of the attribute are prepared per batch
     "minmax": ("RETURN id, MIN(a.x), MAX(c.x) PATTERN SEQ(A a, B b, C c) WHERE [id] GROUP-BY id WITHIN 100 SLIDE 50",
                1_000_000),
@@ -49,7 +53,7 @@ def workload(path: str, n_groups: int, data: str) -> tuple[cepvec.Query, pl.Data
     """The compiled query of ``QUERIES[path]`` and its events, its kernels compiled / loaded."""
     text, n = QUERIES[path]
     query = cepvec.compile(text)
-    ev = events(n, n_groups, data, "ABCD" if path in ("aseq", "aseq_1e6", "minmax") else "A")
+    ev = events(n, n_groups, data, "ABCD" if path in ("aseq", "aseq_1e6", "minmax", "sums") else "A")
     cepvec.run(query, ev[:2000])
     return query, ev
 

@@ -17,9 +17,9 @@ Windows need the composition of the maps of the events inside the window,
 applied to the initial vector ``v0``. A two-stack queue (back stack: one
 running composite ``B``; front stack: suffix results ``u_i``) gives it in
 amortised O(nnz * D) per event and O(D^2) per query, whatever the window
-length: no per-window or per-START-event state. Counts without negation under
-WITHIN (SLIDE, EMIT CHANGES) keep the window's map itself instead, and take an event out of it by its
-inverse (``windows._within_inverse``; docs/algorithms.md section 2).
+length: no per-window or per-START-event state. Counts and integer sums of weights >= 0 without
+negation under WITHIN (SLIDE, EMIT CHANGES) keep the window's map itself instead, and take an event out
+of it by its inverse (``windows._within_inverse``; docs/algorithms.md section 2).
 
 All arrays are C-contiguous NumPy arrays; state is int64 (exact, with
 overflow detection) or float64. Invariants: within a segment events are

@@ -106,3 +106,28 @@ def test_refused_shapes_say_why(text, why):
     with pytest.raises(cepvec.UnsupportedByEngine, match=why):
         cepvec.run(q, df, engine="greta")
     assert len(cepvec.run(q, df)) == 1  # auto: the reference engine
+
+
+@pytest.mark.parametrize("unqualified", [False, True])
+def test_copies_past_the_memory_budget_are_refused_with_a_fix(unqualified, monkeypatch):
+    """``[B.x]`` copies each A and C event into the partition of every value of ``x`` (with ``segment``,
+    of every value its segment holds): past ``BROADCAST_ROWS_BUDGET`` bytes a batch raises a
+    CepvecPlanError that names the rows and the fixes, before the join that copies them (500 000 events
+    of 2 000 values asked some 20 GiB, and Polars aborted the process). Below it, the same run."""
+    import numpy as np
+
+    from cepvec.runtime import memory
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    df = pl.DataFrame({"type": rng.choice(list("ABC"), n), "time": np.arange(n), "x": rng.integers(0, 40, n),
+                       "segment": rng.integers(0, 4, n)})
+    text = f"RETURN COUNT(*) PATTERN SEQ(A, B+, C) WHERE [B.x{', segment' if unqualified else ''}] WITHIN 30"
+    want = cepvec.run(text, df)
+    copies = (n * 2 // 3) * (40 // (4 if unqualified else 1))  # A and C events x the partitions each joins
+    monkeypatch.setattr(memory, "BROADCAST_ROWS_BUDGET", copies * 8 // 4)
+    with pytest.raises(cepvec.CepvecPlanError, match=r"copies each event .* into every partition .* rows here.*"
+                                                     r"Add an unqualified equivalence attribute"):
+        cepvec.run(text, df)
+    monkeypatch.setattr(memory, "BROADCAST_ROWS_BUDGET", copies * 8 * 64)
+    assert cepvec.run(text, df).equals(want)

@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from cepvec.paths.base import Path
+from cepvec.runtime.memory import check_broadcast_rows
 from cepvec.plan.ir import Equivalence, Query
 from cepvec.runtime.type_codes import type_in
 
@@ -157,6 +158,7 @@ class QualifiedRun:
         bcast = df.filter(type_in(self.q.type_col, set(self.all_types) - set(self.keyed_types)))
         parts = [keyed]
         if len(bcast):
+            self._check_copies(bcast)
             phantom = bcast.with_columns([pl.lit(None, dtype=self.schema[c]).alias(c) for c in self.key_cols]
                                          + [pl.lit(True).alias(PHANTOM)])
             copies = (bcast.join(self.known, on=self.unq, how="inner", nulls_equal=True) if self.unq
@@ -167,6 +169,18 @@ class QualifiedRun:
         if not len(out):
             return
         self.inner.push(out.drop("__row", "__t"), out["__t"].to_numpy())
+
+
+    def _check_copies(self, bcast: pl.DataFrame) -> None:
+        """Refuse (``runtime/memory.py::check_broadcast_rows``) a batch whose broadcast events would be
+        copied into more rows than the memory budget, before the join that copies them."""
+        if self.unq:
+            per = self.known.group_by(self.unq).len("k").join(bcast.group_by(self.unq).len("b"), on=self.unq,
+                                                                nulls_equal=True)
+            rows = int(per.select((pl.col("k") * pl.col("b")).sum()).item() or 0)
+        else:
+            rows = len(self.known) * len(bcast)
+        check_broadcast_rows(self.q, rows, max(bcast.estimated_size() // max(len(bcast), 1), 8), len(self.known))
 
 
 def copy_rows(frame: pl.DataFrame, src: pl.DataFrame, dst: pl.DataFrame) -> pl.DataFrame:

@@ -83,3 +83,26 @@ def check_emit_rows(q, rows: int, row_bytes: int, partitions: int) -> None:
         "GiB allowed (an eighth of this machine's memory; CEPVEC_EMIT_ROWS_BYTES sets it). Add WITHIN w (a "
         "partition then writes rows only within w of its events), or GROUP-BY the equivalence attributes "
         "(a row per partition and END time of its own)")
+
+
+#: bytes of the copies of a batch's events that a qualified equivalence broadcasts (``paths/qualified.py``)
+#: before :func:`check_broadcast_rows` refuses (an eighth of the machine's memory;
+#: ``CEPVEC_BROADCAST_ROWS_BYTES`` overrides it)
+BROADCAST_ROWS_BUDGET = int(os.environ.get("CEPVEC_BROADCAST_ROWS_BYTES", 0)) or physical_memory() // 8
+
+
+def check_broadcast_rows(q, rows: int, row_bytes: int, keys: int) -> None:
+    """A qualified equivalence (``[B.x]``) copies every event of the other variables into each partition
+    of the keyed variable's values: rows grow with those events x the values. A
+    :class:`~cepvec.errors.CepvecPlanError` that says so, and what avoids it, when the copies of a batch
+    would take more than :data:`BROADCAST_ROWS_BUDGET` (before, Polars' allocation failed and the process
+    aborted)."""
+    if rows * row_bytes <= BROADCAST_ROWS_BUDGET:
+        return
+    raise CepvecPlanError(
+        f"query {' '.join(q.text.split())!r}: its qualified equivalence copies each event of the other "
+        f"variables into every partition of the keyed variable's values ({keys:,} of them): {rows:,} rows "
+        f"here, about {rows * row_bytes / 2**30:.1f} GiB, more than the {BROADCAST_ROWS_BUDGET / 2**30:.1f} GiB "
+        "allowed (an eighth of this machine's memory; CEPVEC_BROADCAST_ROWS_BYTES sets it). Add an unqualified "
+        "equivalence attribute that the other events share (such as [B.x, segment]) so that each is copied "
+        "only to the partitions of its own value, or run the query on shorter ranges of time")

@@ -30,8 +30,8 @@ import numpy as np
 import polars as pl
 
 from cepvec.paths.base import Path
-from cepvec.runtime.memory import check_broadcast_rows
 from cepvec.plan.ir import Equivalence, Query
+from cepvec.runtime.memory import check_broadcast_rows
 from cepvec.runtime.type_codes import type_in
 
 PHANTOM = "__phantom"
@@ -169,7 +169,6 @@ class QualifiedRun:
         if not len(out):
             return
         self.inner.push(out.drop("__row", "__t"), out["__t"].to_numpy())
-
 
     def _check_copies(self, bcast: pl.DataFrame) -> None:
         """Refuse (``runtime/memory.py::check_broadcast_rows``) a batch whose broadcast events would be

@@ -417,9 +417,8 @@ class SharedRun:
             self._run(*self.held)
             self.held = None
         chunks = list(self.chunks)
-        if not self.emit:  # the windows still open: at most one row per partition, window slot and query leaf
-            # (EMIT CHANGES wrote its rows at its emit times: no such buffers, which for 40 000 partitions of
-            # five queries asked for 10 GB)
+        if not self.emit:  # the windows still open: at most one row per partition, window slot and query row
+            # (EMIT CHANGES wrote its rows at its emit times)
             out = self._buffers(max(1, self.n_part * self.Rw * len(self.qleaf)))
             n = K.emit_open(*self.state[_W:_SLOT_K + 1], self.leaf_of, self.qleaf, *out)
             chunks.append(tuple(a[:n] for a in out))

@@ -212,7 +212,8 @@ def spark_layout(q: Query, time_dtype, time_unit: str | None, block_override: in
         w = duration_to_units(q.window.within, unit, "WITHIN")
         s = duration_to_units(q.window.slide, unit, "SLIDE")
         block = block_override or window_block(w, s)
-    order = "time" if plan.strategy == "key" else "group"
+    # partitions by key, and one partition of several GROUP-BY values (strict contiguity), are sorted by time
+    order = "time" if plan.strategy == "key" or (plan.strategy == "single" and q.group_by) else "group"
     return plan.strategy, block, order, plan_fingerprint(q, plan.strategy, block, unit)
 
 
@@ -678,7 +679,14 @@ def partition_plan(q: Query) -> PartitionPlan:
       the copies are partitioned by block (module docstring).
     * otherwise (no window, WITHIN alone, EMIT CHANGES): the result is one
       group whose matches may span the whole input, computed in one partition.
+    * strict contiguity with GROUP-BY: no event of the *whole input* may lie
+      between two events of a match (docs/matching.md), those of other groups
+      included, so one partition sees every event (as ``cepvec.matches`` does).
     """
+    if q.group_by and q.strategy == "strict-contiguity":
+        return PartitionPlan("single", (), "strict contiguity: an event of any group between two events of a match "
+                                           "breaks it, so the whole input is computed in one partition sorted by "
+                                           f"{q.time_col} (no parallelism)")
     if q.group_by:
         return PartitionPlan("key", tuple(q.group_by),
                              f"repartition by the GROUP-BY attributes ({', '.join(q.group_by)}), "

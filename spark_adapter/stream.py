@@ -142,6 +142,19 @@ def step_output(res: Step, cols: list[str], out_cols: list[str], ev_cols: list[s
     return _pandas(out.select([pl.col(c) if c in out.columns else pl.lit(None).alias(c) for c in names]))
 
 
+def state_keys(q, buckets: int | None, block: int | None) -> str:
+    """How a stream of ``q`` keys its state: ``"group"`` (a key per GROUP-BY value), ``"bucket"`` (a
+    hash bucket of them, ``buckets``), ``"block"`` (SLIDE without GROUP-BY: a key per block of windows)
+    or ``"one"`` (one key: EMIT CHANGES or no window without GROUP-BY, whose rows combine every
+    partition; and strict contiguity, under which an event of any group between two events of a match
+    breaks it, as in ``arrow_kernel.partition_plan``)."""
+    if q.group_by and q.strategy == "strict-contiguity":
+        return "one"
+    if q.group_by:
+        return "bucket" if buckets is not None else "group"
+    return "block" if block else "one"
+
+
 def stream_step(plan: StreamPlan, cols: list[str], out_cols: list[str], ev_cols: list[str]):
     """The ``applyInPandasWithState`` function: one state key's micro-batch (:func:`cepvec.streaming.advance`)."""
 
@@ -222,15 +235,16 @@ def stream_spark(q: Query, df: DataFrame, *, watermark="10 minutes", late: str =
     staged = staged.withColumn(TS_COL, _ts(_col(q.time_col), unit)).withWatermark(TS_COL, f"{delay_ms} milliseconds")
     staged = staged.withColumn(TS_COL, F.lit("2200-01-01 00:00:00").cast("timestamp").alias(
         TS_COL, metadata={"spark.watermarkDelayMs": delay_ms}))
-    if q.group_by and buckets is not None:  # several GROUP-BY values per state key (one engine run for all)
+    kind = state_keys(q, buckets, plan.block)
+    if kind == "bucket":  # several GROUP-BY values per state key (one engine run for all)
         staged = staged.withColumn(KEY_COL, F.pmod(F.xxhash64(*[_col(g) for g in q.group_by]), F.lit(buckets)))
         keys = [KEY_COL]
-    elif q.group_by:
+    elif kind == "group":
         keys = list(q.group_by)
-    elif plan.block:  # SLIDE, no GROUP-BY: a state key per block of windows
+    elif kind == "block":  # SLIDE, no GROUP-BY: a state key per block of windows
         staged = _block_keys(staged, q.time_col, plan)
         keys = [KEY_COL]
-    else:  # EMIT CHANGES, no GROUP-BY: the rows combine every partition, one state key
+    else:  # one state key: the rows combine every partition, or every event of the input counts
         staged = staged.withColumn(KEY_COL, F.lit(0))
         keys = [KEY_COL]
     front = [*cols, HOME_COL] if plan.block else cols  # what the step reads by position (_frame)

@@ -148,6 +148,23 @@ def test_no_group_by_runs_in_one_partition(frames):
     assert grouped.strategy == "key" and grouped.keys == ("id",) and not grouped.single
 
 
+def test_strict_contiguity_with_group_by_runs_in_one_partition(frames):
+    """Strict contiguity: no event of the whole input may lie between two events of a match, those of
+    other groups included, so GROUP-BY does not partition the input (per group, A1 -> B3 of id 0 read as
+    a match past the C of id 1 at time 2: a differential fuzzer). The rows are the local run's."""
+    text = "RETURN id, COUNT(*) PATTERN SEQ(A, B) WHERE strict_contiguity() { } GROUP-BY id WITHIN 10 SLIDE 10"
+    plan = partition_plan(cepvec.compile(text))
+    assert plan.single and "strict contiguity" in plan.why
+    tiny = pl.DataFrame({"type": ["A", "C", "B"], "time": [1, 2, 3], "id": [0, 1, 0]})
+    assert cepvec.run(text, tiny).height == 0
+    sdf = frames["abcd"]
+    assert cepvec.run(text, sdf).rdd.getNumPartitions() == 1
+    local = cepvec.run(text, ABCD)
+    assert len(local) > 0, "test data too sparse"
+    assert_frames_equal(cepvec.run(text, sdf).toPandas(), local.to_pandas(), text)
+    assert cepvec.run(text, to_spark(sdf.sparkSession, tiny)).count() == 0
+
+
 def test_run_executes_the_kernel_in_one_job(frames):
     sc = frames["abcd"].sparkSession.sparkContext
     sc.setJobGroup("cepvec-one-job", "cepvec.run runs the kernel once")

@@ -173,3 +173,18 @@ def test_refusals(spark, tmp_path):
         cepvec.stream(QUERIES["aseq"], spark.read.parquet(str(tmp_path / "in")))
     with pytest.raises(cepvec.CepvecPlanError, match="late must be one of 'drop', 'error', 'side'"):
         cepvec.stream(QUERIES["aseq"], src, late="keep")
+
+
+def test_strict_contiguity_keys_its_state_once_whatever_the_group_by():
+    """Under strict contiguity an event of any group between two events of a match breaks it, so the
+    stream keeps one state key (as ``cepvec.run`` on Spark takes one partition); other queries keep a key
+    per GROUP-BY value, per hash bucket of them, per block of windows, or one."""
+    from cepvec.spark_adapter.stream import state_keys
+
+    strict = cepvec.compile("RETURN id, COUNT(*) PATTERN SEQ(A, B) WHERE strict_contiguity() { } GROUP-BY id "
+                            "WITHIN 10 s SLIDE 10 s")
+    grouped = cepvec.compile("RETURN id, COUNT(*) PATTERN SEQ(A, B) GROUP-BY id WITHIN 10 s SLIDE 10 s")
+    alone = cepvec.compile("RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 10 s SLIDE 10 s")
+    assert [state_keys(strict, None, None), state_keys(strict, 4, None)] == ["one", "one"]
+    assert [state_keys(grouped, None, None), state_keys(grouped, 4, None)] == ["group", "bucket"]
+    assert [state_keys(alone, None, 3), state_keys(alone, None, None)] == ["block", "one"]

@@ -551,7 +551,11 @@ class LinearStream(Partitions):
         the string ``views`` or a Categorical's physical ids with the counts in the same pass (the pieces
         in threads), else by expressions (and so for ``small`` input: no kernel)."""
         n_new, n_parts, counts = len(df), max(len(self.keys), 1), None
-        if shared is not None and shared[4] is not None and np.array_equal(self._code_programs(), shared[3]):
+        # the lead's classes are type codes only without predicate masks: with them they number the
+        # (bind, negation) pairs of the lead's batch, and an equal array of programs meant nothing (a B
+        # after an event of another type read as a negation only: MIN / MAX from no value; fuzzer)
+        if shared is not None and not self.mask_exprs and shared[4] is not None and \
+                np.array_equal(self._code_programs(), shared[3]):
             cls, cls_prog, counts = shared[2:]  # (the call registered the programs in this stream too)
         elif shared is not None:
             cls, cls_prog = self._classes(df)

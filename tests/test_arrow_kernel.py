@@ -317,6 +317,27 @@ def test_columns_the_query_does_not_read_are_left_alone():
     assert "'id'" in str(err.value)
 
 
+@pytest.mark.parametrize("text", [
+    "RETURN COUNT(*) PATTERN A+ a1[] WHERE a1[a1.LEN].x = 2 WITHIN 3 SLIDE 5",
+    "RETURN COUNT(*) PATTERN A+ a1[] WHERE a1[a1.LEN].x = 2 AND a1[1].v > 0 WITHIN 3",
+])
+def test_the_first_and_last_event_of_a_run_read_their_columns(text):
+    """``a1[1].v`` and ``a1[a1.LEN].x`` read ``v`` and ``x``: they are attributes of the query, and the
+    kernel keeps their columns (it gave 0 rows, or no column ``x``; a differential fuzzer)."""
+    q = cepvec.compile(text)
+    assert {"x"} <= set(q.attributes) and ("v" in q.attributes) == ("a1[1].v" in text)
+    import numpy as np
+
+    rng = np.random.default_rng(84)
+    n = 60
+    df = pl.DataFrame({"type": rng.choice(["A", "B"], n), "time": np.sort(rng.integers(0, 40, n)),
+                       "x": rng.integers(0, 4, n), "v": rng.integers(-2, 3, n), "other": rng.integers(0, 9, n)})
+    want = cepvec.run(text, df)
+    assert want["COUNT(*)"].sum() > 0
+    table = kernel_order(q, df).to_arrow()
+    assert_same(collect(cepvec.kernel(text, table.schema), table.to_batches(max_chunksize=17)), want, text)
+
+
 choice_open = type(choose(cepvec.compile(ABCD_QUERIES[1]))).open  # (before a test replaces it)
 
 

@@ -245,6 +245,9 @@ class Query:
             if e.attr not in seen:
                 seen.append(e.attr)
         exprs = [x for v in self.local.values() for x in v]
+        # the predicates on the first and last event of a Kleene run (a1[1].x, a1[a1.LEN].x) too: the Arrow
+        # kernel selects these columns, and dropped one (0 rows, or a missing column; a differential fuzzer)
+        exprs += [x for d in (self.start_local, self.end_local) for v in d.values() for x in v]
         exprs += [p.expr for v in self.edges.values() for p in v]
         for x in exprs:
             for r in iter_refs(x):

@@ -498,7 +498,7 @@ def drive(batches, k, q: Query, open_run, close_run, out_schema: pa.Schema):
             if (last_time is not None and seg_t[0] < last_time) or a <= first_back < b:
                 bad = a if (last_time is not None and seg_t[0] < last_time) else first_back
                 raise CepvecDataError(
-                    f"input is not ordered by time within group {dict(zip(group, key)) or '(all)'}: row "
+                    f"input is not ordered by time{f' within group {dict(zip(group, key))}' if group else ''}: row "
                     f"{n_seen + bad} goes back in time; {fix_time}")
             last_time = int(seg_t[-1])
             if held and held[-1][0] is prep.df and held[-1][3] == a:  # the batch's rows go on

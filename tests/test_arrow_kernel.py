@@ -443,7 +443,7 @@ def test_time_going_back_without_group_by_raises():
     with pytest.raises(CepvecDataError) as e:
         drain(UNGROUPED, [batch(["A", "B"], [5, 6], [0, 1]), batch(["A", "B"], [7, 3], [0, 1])])
     assert str(e.value) == (
-        "input is not ordered by time within group (all): row 3 goes back in time; sort each partition "
+        "input is not ordered by time: row 3 goes back in time; sort each partition "
         "by (time), or let cepvec.partition(q, df) do it")
 
 
